@@ -1,0 +1,15 @@
+# gw_add_test(NAME SOURCES a_test.cc ... LIBS lib ...)
+# One GoogleTest executable per module; each TEST becomes its own ctest case.
+include(GoogleTest)
+function(gw_add_test name)
+  if(NOT GW_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
+  target_compile_definitions(${name} PRIVATE
+    GW_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GW_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
+endfunction()

@@ -1,0 +1,252 @@
+// Snapshot: one plain value that holds everything gpuwarden saw at one moment —
+// GPUs (from NVML or an nvidia-smi XML dump), the processes that hold them (from
+// NVML and /proc), the host, and every error met while looking.
+//
+// Collectors produce a Snapshot; diagnosis rules and renderers are pure functions
+// of Snapshots. Contract for every field: std::nullopt means "unknown or not
+// supported" and is never rendered as 0. A value that is present was read.
+#ifndef GPUWARDEN_CORE_SNAPSHOT_H_
+#define GPUWARDEN_CORE_SNAPSHOT_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gw {
+
+template <typename T>
+using Opt = std::optional<T>;
+
+// Where the GPU facts came from.
+enum class SnapshotSource {
+  kNvml,       // The real libnvidia-ml.so.1.
+  kSimulated,  // gpuwarden's simulated libnvidia-ml.so.1 (a scenario file).
+  kXmlDump,    // An `nvidia-smi -q -x` file read with --from.
+};
+
+// An error met while collecting. `source` is "nvml", "proc", "xml" or "probe";
+// `nvml_return` holds the raw nvmlReturn_t when the error came from NVML.
+struct ProbeError {
+  std::string source;
+  std::string code;     // Stable word: "driver_not_loaded", "gpu_lost", "timeout", ...
+  std::string message;  // One line for a person.
+  Opt<unsigned> gpu_index;
+  Opt<int> nvml_return;
+};
+
+enum class ComputeMode { kDefault, kExclusiveThread, kProhibited, kExclusiveProcess };
+
+struct MemoryInfo {
+  Opt<uint64_t> total_bytes;
+  Opt<uint64_t> used_bytes;
+  Opt<uint64_t> free_bytes;
+  Opt<uint64_t> reserved_bytes;  // NVML memory v2 / XML fb_memory_usage/reserved.
+};
+
+struct EccInfo {
+  Opt<bool> mode_current;  // true = enabled.
+  Opt<bool> mode_pending;
+  Opt<uint64_t> volatile_corrected;
+  Opt<uint64_t> volatile_uncorrected;
+  Opt<uint64_t> aggregate_corrected;
+  Opt<uint64_t> aggregate_uncorrected;
+};
+
+struct RetiredPages {
+  Opt<uint64_t> single_bit;  // Pages retired for multiple single-bit errors.
+  Opt<uint64_t> double_bit;  // Pages retired for a double-bit error.
+  Opt<bool> pending;         // A retirement waits for the next driver reload.
+};
+
+struct RemappedRows {
+  Opt<uint64_t> correctable;
+  Opt<uint64_t> uncorrectable;
+  Opt<bool> pending;  // A GPU reset is needed to activate a remap.
+  Opt<bool> failure;  // Remapping failed: the memory can no longer repair itself.
+};
+
+struct Clocks {
+  Opt<unsigned> graphics_mhz;
+  Opt<unsigned> sm_mhz;
+  Opt<unsigned> memory_mhz;
+  Opt<unsigned> video_mhz;
+  Opt<unsigned> max_graphics_mhz;
+  Opt<unsigned> max_sm_mhz;
+  Opt<unsigned> max_memory_mhz;
+};
+
+struct PcieInfo {
+  Opt<unsigned> link_gen_current;
+  Opt<unsigned> link_gen_max;      // min(GPU, host) as NVML reports it.
+  Opt<unsigned> link_gen_gpu_max;  // What the GPU itself supports.
+  Opt<unsigned> link_width_current;
+  Opt<unsigned> link_width_max;
+  Opt<uint64_t> replay_counter;
+};
+
+struct NvLinkState {
+  unsigned link = 0;
+  Opt<bool> active;
+};
+
+// Bits of NVML's clock event ("throttle") reason mask; same values in NVML and
+// in the XML dump's clocks_event_reasons children.
+namespace clock_event {
+inline constexpr uint64_t kGpuIdle = 0x1;
+inline constexpr uint64_t kApplicationsClocksSetting = 0x2;
+inline constexpr uint64_t kSwPowerCap = 0x4;
+inline constexpr uint64_t kHwSlowdown = 0x8;
+inline constexpr uint64_t kSyncBoost = 0x10;
+inline constexpr uint64_t kSwThermalSlowdown = 0x20;
+inline constexpr uint64_t kHwThermalSlowdown = 0x40;
+inline constexpr uint64_t kHwPowerBrakeSlowdown = 0x80;
+inline constexpr uint64_t kDisplayClockSetting = 0x100;
+}  // namespace clock_event
+
+enum class GpuProcessType { kCompute, kGraphics, kComputeAndGraphics };
+
+// A process as the GPU driver lists it on one GPU.
+struct GpuProcess {
+  pid_t pid = 0;  // Host PID (the driver always reports host PIDs).
+  GpuProcessType type = GpuProcessType::kCompute;
+  Opt<uint64_t> used_memory_bytes;  // Unknown on MIG and WDDM.
+  Opt<unsigned> sm_util_pct;        // From NVML process-utilization samples.
+  Opt<unsigned> mem_util_pct;
+  Opt<unsigned> gpu_instance_id;  // MIG only.
+  Opt<unsigned> compute_instance_id;
+  Opt<std::string> name;  // Only from an XML dump (process_name); live data uses /proc.
+};
+
+struct Gpu {
+  unsigned index = 0;
+  Opt<std::string> name;
+  Opt<std::string> uuid;
+  Opt<std::string> serial;
+  Opt<std::string> pci_bus_id;  // "00000000:3B:00.0", the form NVML reports.
+  Opt<uint32_t> pci_device_id;  // (device << 16) | vendor, e.g. 0x233010DE.
+  Opt<unsigned> minor_number;   // /dev/nvidia<minor>.
+
+  MemoryInfo memory;
+  Opt<unsigned> utilization_gpu_pct;
+  Opt<unsigned> utilization_memory_pct;
+  Opt<int> temperature_c;
+  Opt<int> temperature_slowdown_c;
+  Opt<int> temperature_shutdown_c;
+  Opt<unsigned> fan_speed_pct;
+  Opt<double> power_draw_w;
+  Opt<double> power_limit_w;  // Enforced limit.
+  Clocks clocks;
+  Opt<unsigned> pstate;  // 0..15.
+  Opt<bool> persistence_mode;
+  Opt<ComputeMode> compute_mode;
+  Opt<bool> mig_mode_current;
+  Opt<bool> mig_mode_pending;
+  EccInfo ecc;
+  RetiredPages retired_pages;
+  RemappedRows remapped_rows;
+  Opt<uint64_t> clock_event_reasons;            // Active reasons, clock_event bits.
+  Opt<uint64_t> clock_event_reasons_supported;  // Supported reasons.
+  PcieInfo pcie;
+  std::vector<NvLinkState> nvlinks;  // Empty when unknown or no NVLink.
+
+  std::vector<GpuProcess> processes;  // Compute and graphics, merged by PID.
+  bool processes_known = false;       // False when the process lists could not be read.
+
+  // Set when the GPU could not be reached at all (lost, no permission, timed out).
+  // The other fields then hold whatever was read before the failure.
+  Opt<ProbeError> unreachable;
+};
+
+// Topology: the closest common ancestor of two GPUs (NVML topology levels).
+enum class TopologyLevel {
+  kInternal = 0,     // Same board (multi-GPU board).
+  kSingle = 10,      // One PCIe switch.
+  kMultiple = 20,    // Several PCIe switches, no host bridge.
+  kHostBridge = 30,  // The same host bridge.
+  kNode = 40,        // Same NUMA node (CPU).
+  kSystem = 50,      // Across CPUs (SMP interconnect).
+};
+
+struct TopologyLink {
+  unsigned gpu_a = 0;
+  unsigned gpu_b = 0;
+  TopologyLevel level = TopologyLevel::kSystem;
+  unsigned nvlinks = 0;  // Active NVLinks joining the two, when known; 0 = none seen.
+};
+
+enum class ProcessState {
+  kRunning,
+  kSleeping,
+  kDiskSleep,  // Uninterruptible (D): signals cannot reach it.
+  kZombie,
+  kStopped,
+  kIdle,
+  kDead,
+  kOther,
+};
+
+// Where a process lives, read from /proc/PID/cgroup.
+struct ProcessOwner {
+  Opt<std::string> container_runtime;  // "docker", "containerd", "podman", "lxc", "kubernetes".
+  Opt<std::string> container_id;       // Full id as found in the cgroup path.
+  Opt<std::string> systemd_unit;       // "jupyter.service", "session-4.scope", ...
+  Opt<std::string> slurm_job_id;
+  Opt<std::string> cgroup_path;
+};
+
+// What /proc says about one host process. Text fields (comm, cmdline) are raw
+// bytes from another process: renderers must sanitise them before a terminal.
+struct HostProcess {
+  pid_t pid = 0;
+  Opt<uid_t> uid;
+  Opt<std::string> user;  // Resolved from uid; absent when no passwd entry.
+  Opt<std::string> comm;
+  std::vector<std::string> cmdline;  // argv; empty for kernel threads / zombies.
+  Opt<ProcessState> state;
+  Opt<pid_t> ppid;
+  Opt<int64_t> start_time_unix_ms;
+  Opt<double> age_s;    // At the snapshot's time.
+  Opt<double> cpu_pct;  // Average over the process's life (as ps), or over a window.
+  Opt<uint64_t> cpu_time_ms;  // utime + stime, for windowed CPU % from two snapshots.
+  Opt<uint64_t> rss_bytes;
+  ProcessOwner owner;
+  std::vector<std::string> device_files;  // /dev/nvidia* it holds open ("fuser" view).
+  bool listed_by_driver = false;          // Appears in some GPU's process list.
+  bool readable = true;                   // False when /proc/PID could not be read.
+};
+
+struct SystemInfo {
+  Opt<std::string> driver_version;
+  Opt<std::string> nvml_version;
+  Opt<int> cuda_driver_version;  // e.g. 12020 for 12.2.
+  Opt<unsigned> gpu_count;       // What the driver reports, even if handles fail.
+};
+
+struct HostInfo {
+  Opt<std::string> hostname;
+  Opt<uint64_t> boot_time_unix_s;
+  Opt<unsigned> cpu_count;
+};
+
+struct Snapshot {
+  SnapshotSource source = SnapshotSource::kNvml;
+  std::string source_detail;  // Library path, scenario file or XML file.
+  int64_t time_unix_ms = 0;   // When the probe started.
+  double probe_duration_ms = 0;
+  SystemInfo system;
+  HostInfo host;
+  std::vector<Gpu> gpus;
+  std::vector<TopologyLink> topology;
+  std::map<pid_t, HostProcess> processes;  // Every GPU process and device-file holder.
+  bool processes_scanned = false;          // /proc was consulted (not in offline mode).
+  std::vector<ProbeError> errors;
+  bool timed_out = false;  // The probe hit its deadline; some values are missing.
+};
+
+}  // namespace gw
+
+#endif  // GPUWARDEN_CORE_SNAPSHOT_H_
