@@ -208,6 +208,9 @@ struct HostProcess {
   std::vector<std::string> cmdline;  // argv; empty for kernel threads / zombies.
   Opt<ProcessState> state;
   Opt<pid_t> ppid;
+  Opt<pid_t> pgid;  // Process group (a training run and its workers share one).
+  Opt<pid_t> sid;   // Session; daemons lead their own.
+  Opt<std::string> parent_comm;  // The parent's name, to tell orphans from services.
   Opt<int64_t> start_time_unix_ms;
   Opt<double> age_s;    // At the snapshot's time.
   Opt<double> cpu_pct;  // Average over the process's life (as ps), or over a window.

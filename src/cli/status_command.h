@@ -1,0 +1,28 @@
+// `gpuwarden status`: every GPU and every process that holds one, now.
+#ifndef GPUWARDEN_CLI_STATUS_COMMAND_H_
+#define GPUWARDEN_CLI_STATUS_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "cli/global_options.h"
+#include "core/snapshot.h"
+
+namespace gw::cli {
+
+struct StatusArgs {
+  bool json = false;
+  std::vector<std::string> gpus;   // --gpu: indices, UUIDs or PCI bus ids.
+  std::vector<std::string> users;  // --user: names or uids.
+  std::string from;                // --from: an `nvidia-smi -q -x` dump.
+};
+
+// Runs the command, prints to stdout/stderr, returns the exit code.
+int RunStatus(const GlobalOptions& global, const StatusArgs& args);
+
+// The exit code a snapshot deserves (see exit_codes.h). Pure.
+int StatusExitCode(const Snapshot& snapshot);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_STATUS_COMMAND_H_

@@ -1,0 +1,39 @@
+#include "cli/terminal.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace gw::cli {
+
+bool ShouldUseColor(ColorChoice choice) {
+  switch (choice) {
+    case ColorChoice::kAlways:
+      return true;
+    case ColorChoice::kNever:
+      return false;
+    case ColorChoice::kAuto:
+      break;
+  }
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::strcmp(term, "dumb") == 0) return false;
+  return isatty(STDOUT_FILENO) == 1;
+}
+
+int OutputWidth() {
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return ws.ws_col;
+  }
+  if (const char* columns = std::getenv("COLUMNS")) {
+    int n = std::atoi(columns);
+    if (n >= 40 && n <= 1000) return n;
+  }
+  return 100;
+}
+
+}  // namespace gw::cli

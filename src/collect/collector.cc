@@ -1,0 +1,182 @@
+#include "collect/collector.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "collect/deadline.h"
+#include "nvml/probe.h"
+#include "proc/proc_reader.h"
+
+namespace gw::collect {
+namespace {
+
+struct HostScan {
+  std::map<pid_t, std::vector<std::string>> holders;
+  std::map<pid_t, HostProcess> processes;
+  std::vector<ProbeError> errors;
+};
+
+ProbeError ProcError(std::string code, std::string message) {
+  return ProbeError{"proc", std::move(code), std::move(message), std::nullopt, std::nullopt};
+}
+
+// Reads each pid in `pids` that is not yet in `into`. A process that exited in
+// the meantime is simply absent: the renderer shows it as not found.
+void ReadProcesses(proc::ProcReader& reader, const std::set<pid_t>& pids, int64_t now_unix_ms,
+                   std::map<pid_t, HostProcess>& into) {
+  for (pid_t pid : pids) {
+    if (into.count(pid)) continue;
+    auto process = reader.ReadProcess(pid, now_unix_ms);
+    if (process.ok()) into.emplace(pid, std::move(process).value());
+  }
+}
+
+std::set<pid_t> DriverListedPids(const Snapshot& snapshot) {
+  std::set<pid_t> pids;
+  for (const Gpu& gpu : snapshot.gpus) {
+    for (const GpuProcess& p : gpu.processes) pids.insert(p.pid);
+  }
+  return pids;
+}
+
+}  // namespace
+
+void AttachHostProcesses(Snapshot& snapshot, const std::map<pid_t, HostProcess>& host,
+                         const std::map<pid_t, std::vector<std::string>>& holders) {
+  const std::set<pid_t> listed = DriverListedPids(snapshot);
+  std::set<pid_t> wanted = listed;
+  for (const auto& [pid, files] : holders) wanted.insert(pid);
+  for (pid_t pid : wanted) {
+    auto it = host.find(pid);
+    if (it == host.end()) continue;
+    HostProcess p = it->second;
+    p.listed_by_driver = listed.count(pid) > 0;
+    auto held = holders.find(pid);
+    p.device_files = held == holders.end() ? std::vector<std::string>{} : held->second;
+    snapshot.processes[pid] = std::move(p);
+  }
+}
+
+Snapshot Collect(const CollectOptions& options, const Clock& clock) {
+  const int64_t start_ms = clock.MonotonicMs();
+  const int64_t now_unix_ms = clock.NowUnixMs();
+  auto remaining_ms = [&] {
+    return std::max<int64_t>(0, options.deadline_ms - (clock.MonotonicMs() - start_ms));
+  };
+
+  // The device-holder scan needs nothing from NVML: start it first, on its own
+  // thread, so it overlaps the NVML probe.
+  struct ScanShared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<HostScan> result;
+  };
+  auto scan_shared = std::make_shared<ScanShared>();
+  if (options.scan_processes) {
+    proc::DeviceMatch match;
+    match.dir = options.device_dir;
+    match.prefix = options.device_prefix;
+    // Once NVML is loaded this process holds /dev/nvidiactl itself.
+    match.exclude_pid = getpid();
+    std::thread([scan_shared, root = options.proc_root, match, now_unix_ms] {
+      HostScan scan;
+      proc::ProcReader reader(root);
+      proc::HolderScanStats stats;
+      auto holders = reader.ScanDeviceHolders(match, &stats);
+      if (holders.ok() && stats.fd_denied > 0) {
+        // Without the right to read other users' fds the "fuser" view is
+        // partial: holders may be missing, so say so rather than imply none.
+        scan.errors.push_back(ProcError(
+            "partial_scan",
+            fmt::format("could not read the open files of {} processes (permission denied): device-file "
+                        "holders among them are not shown",
+                        stats.fd_denied)));
+      }
+      if (holders.ok()) {
+        scan.holders = std::move(holders).value();
+        std::set<pid_t> pids;
+        for (const auto& [pid, files] : scan.holders) pids.insert(pid);
+        ReadProcesses(reader, pids, now_unix_ms, scan.processes);
+      } else {
+        scan.errors.push_back(ProcError(holders.error().code, holders.error().message));
+      }
+      std::lock_guard<std::mutex> lock(scan_shared->mu);
+      scan_shared->result = std::move(scan);
+      scan_shared->cv.notify_all();
+    }).detach();
+  }
+
+  nvml::ProbeOptions probe_options;
+  probe_options.library_path = options.nvml_library;
+  probe_options.deadline_ms = options.deadline_ms;
+  Snapshot snapshot = nvml::ProbeNvml(probe_options, clock).snapshot;
+  if (options.simulated) {
+    snapshot.source = SnapshotSource::kSimulated;
+    snapshot.source_detail = options.scenario;
+  }
+  snapshot.time_unix_ms = now_unix_ms;
+
+  if (options.scan_processes) {
+    snapshot.processes_scanned = true;
+    std::map<pid_t, HostProcess> host;
+
+    // Wait for the holder scan within what is left of the deadline.
+    std::optional<HostScan> scan;
+    {
+      std::unique_lock<std::mutex> lock(scan_shared->mu);
+      scan_shared->cv.wait_for(lock, std::chrono::milliseconds(remaining_ms()),
+                               [&] { return scan_shared->result.has_value(); });
+      if (scan_shared->result) scan = std::move(scan_shared->result);
+    }
+    if (scan) {
+      host = std::move(scan->processes);
+      for (auto& e : scan->errors) snapshot.errors.push_back(std::move(e));
+    } else {
+      snapshot.timed_out = true;
+      snapshot.errors.push_back(ProcError(
+          "timeout", fmt::format("device-file holder scan of {} did not finish within {:.1f} s "
+                                 "(a process stuck in uninterruptible sleep?)",
+                                 options.proc_root, options.deadline_ms / 1000.0)));
+    }
+
+    // Processes the driver listed that the holder scan did not already read
+    // (a process can use a GPU without holding a device file we can see).
+    std::set<pid_t> missing;
+    for (pid_t pid : DriverListedPids(snapshot)) {
+      if (!host.count(pid)) missing.insert(pid);
+    }
+    if (!missing.empty()) {
+      auto read = RunWithDeadline<std::map<pid_t, HostProcess>>(
+          [root = options.proc_root, missing, now_unix_ms] {
+            proc::ProcReader reader(root);
+            std::map<pid_t, HostProcess> out;
+            ReadProcesses(reader, missing, now_unix_ms, out);
+            return out;
+          },
+          remaining_ms());
+      if (read) {
+        host.merge(*read);
+      } else {
+        snapshot.timed_out = true;
+        snapshot.errors.push_back(ProcError(
+            "timeout", "reading /proc for the GPU processes did not finish within the deadline"));
+      }
+    }
+
+    AttachHostProcesses(snapshot, host, scan ? scan->holders
+                                             : std::map<pid_t, std::vector<std::string>>{});
+  }
+  snapshot.host = proc::ProcReader(options.proc_root).ReadHost();
+
+  snapshot.probe_duration_ms = static_cast<double>(clock.MonotonicMs() - start_ms);
+  return snapshot;
+}
+
+}  // namespace gw::collect

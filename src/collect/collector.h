@@ -1,0 +1,45 @@
+// Collect: one look at the server. Reads the GPUs through NVML (under the probe
+// deadline) and, in parallel, the processes that hold them from /proc — the
+// driver's process lists and the device-file holders ("fuser" view) — and joins
+// both into one Snapshot.
+//
+// Never hangs: NVML and /proc work each run under the same overall deadline; what
+// did not finish is reported in Snapshot::errors and Snapshot::timed_out.
+#ifndef GPUWARDEN_COLLECT_COLLECTOR_H_
+#define GPUWARDEN_COLLECT_COLLECTOR_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/clock.h"
+#include "core/snapshot.h"
+
+namespace gw::collect {
+
+struct CollectOptions {
+  // The NVML library to load (see nvml::ResolveLibraryPath).
+  std::string nvml_library = "libnvidia-ml.so.1";
+  // True when nvml_library is gpuwarden's simulator (marks the snapshot).
+  bool simulated = false;
+  std::string scenario;  // The scenario file, when simulated.
+  // Deadline for the whole probe, NVML and /proc together.
+  int64_t deadline_ms = 2000;
+  // Where /proc and the NVIDIA device files are; tests point these elsewhere.
+  std::string proc_root = "/proc";
+  std::string device_dir = "/dev";
+  std::string device_prefix = "nvidia";
+  // Attribute processes from /proc (off: NVML facts only).
+  bool scan_processes = true;
+};
+
+Snapshot Collect(const CollectOptions& options, const Clock& clock);
+
+// Joins host facts into a snapshot: for every GPU process and every device-file
+// holder, the HostProcess from `host` (when present), with listed_by_driver and
+// device_files set. Pure; exposed for tests.
+void AttachHostProcesses(Snapshot& snapshot, const std::map<pid_t, HostProcess>& host,
+                         const std::map<pid_t, std::vector<std::string>>& holders);
+
+}  // namespace gw::collect
+
+#endif  // GPUWARDEN_COLLECT_COLLECTOR_H_

@@ -1,0 +1,154 @@
+#include "diagnose/catalog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "diagnose/rules.h"
+#include "diagnose/xid.h"
+
+namespace gw::diagnose {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(CatalogTest, EveryCodeIsComplete) {
+  ASSERT_GE(AllSpecs().size(), 50u);
+  std::set<std::string_view> codes;
+  const std::regex code_form("[A-Z][A-Z0-9_]*[A-Z0-9]");
+  for (const FindingSpec& spec : AllSpecs()) {
+    SCOPED_TRACE(std::string(spec.code));
+    EXPECT_TRUE(std::regex_match(std::string(spec.code), code_form));
+    EXPECT_TRUE(codes.insert(spec.code).second) << "duplicate code";
+    EXPECT_FALSE(spec.title.empty());
+    EXPECT_NE(spec.title.back(), '.');
+    EXPECT_FALSE(SplitSteps(spec.next_steps).empty());
+    EXPECT_GT(spec.explanation.size(), 80u);
+    EXPECT_NE(SeverityName(spec.severity), "?");
+    EXPECT_NE(CategoryName(spec.category), "?");
+    EXPECT_NE(VerdictName(spec.implies), "?");
+    EXPECT_NE(ActorName(spec.actor), "?");
+  }
+}
+
+TEST(CatalogTest, PlaceholdersAreKnown) {
+  const std::regex placeholder("<[a-z]+>");
+  auto known = KnownPlaceholders();
+  for (const FindingSpec& spec : AllSpecs()) {
+    const std::string steps(spec.next_steps);
+    for (auto it = std::sregex_iterator(steps.begin(), steps.end(), placeholder);
+         it != std::sregex_iterator(); ++it) {
+      EXPECT_NE(std::find(known.begin(), known.end(), it->str()), known.end())
+          << spec.code << " uses unknown placeholder " << it->str();
+    }
+  }
+}
+
+TEST(CatalogTest, SeverityMatchesVerdict) {
+  for (const FindingSpec& spec : AllSpecs()) {
+    SCOPED_TRACE(std::string(spec.code));
+    // A fault is always critical; an application problem never breaks a GPU.
+    if (spec.implies == Verdict::kFault) {
+      EXPECT_EQ(spec.severity, Severity::kCritical);
+    }
+    if (spec.category == Category::kApplication) {
+      EXPECT_NE(spec.implies, Verdict::kFault);
+    }
+    // Holders are capacity, a resource matter: never a fault.
+    if (spec.category == Category::kHolder) {
+      EXPECT_NE(spec.implies, Verdict::kFault);
+    }
+  }
+}
+
+TEST(CatalogTest, GpuResetIsForAdminsOnly) {
+  for (const FindingSpec& spec : AllSpecs()) {
+    for (const std::string& step : SplitSteps(spec.next_steps)) {
+      if (step.find("nvidia-smi -r") != std::string::npos ||
+          step.find("modprobe") != std::string::npos) {
+        EXPECT_EQ(step.rfind("admin:", 0), 0u) << spec.code << ": " << step;
+      }
+    }
+  }
+}
+
+TEST(CatalogTest, FindSpec) {
+  const FindingSpec* spec = FindSpec("IDLE_HOLDER");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(spec->code, "IDLE_HOLDER");
+  EXPECT_EQ(spec->implies, Verdict::kReclaimable);
+  EXPECT_EQ(spec->actor, Actor::kOwner);
+  EXPECT_EQ(FindSpec("GPU_LOST")->implies, Verdict::kFault);
+  EXPECT_EQ(FindSpec("NO_SUCH_CODE"), nullptr);
+  EXPECT_EQ(FindSpec(""), nullptr);
+  EXPECT_EQ(FindSpec("idle_holder"), nullptr);  // Codes are case-sensitive.
+}
+
+TEST(CatalogTest, ExpandStepsFillsAndDrops) {
+  const FindingSpec& spec = *FindSpec("ZOMBIE_HOLDER");
+  StepValues values;
+  values.gpu = "3";
+  values.ppid = 4200;
+  std::vector<std::string> steps = ExpandSteps(spec, values);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0], "Its parent must reap it: end or restart the parent: gpuwarden kill 4200");
+  EXPECT_NE(steps[1].find("sudo nvidia-smi -r -i 3"), std::string::npos);
+  // Without a parent to name, the step that needs it is dropped.
+  values.ppid.reset();
+  steps = ExpandSteps(spec, values);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].find("<"), std::string::npos);
+}
+
+TEST(CatalogTest, SplitSteps) {
+  EXPECT_THAT(SplitSteps("a\nb c\n\nd"), ElementsAre("a", "b c", "d"));
+  EXPECT_TRUE(SplitSteps("").empty());
+}
+
+TEST(CatalogTest, EveryCodeHasARuleAndEveryRuleCodeIsCataloged) {
+  std::set<std::string_view> emitted;
+  std::set<std::string_view> names;
+  for (const RuleInfo& rule : ListRules()) {
+    EXPECT_TRUE(names.insert(rule.name).second) << "duplicate rule " << rule.name;
+    EXPECT_FALSE(rule.codes.empty()) << rule.name;
+    for (std::string_view code : rule.codes) {
+      EXPECT_NE(FindSpec(code), nullptr) << rule.name << " emits uncataloged " << code;
+      EXPECT_TRUE(emitted.insert(code).second) << code << " emitted by two rules";
+    }
+  }
+  for (const FindingSpec& spec : AllSpecs()) {
+    EXPECT_TRUE(emitted.count(spec.code)) << spec.code << " has no rule";
+  }
+}
+
+TEST(CatalogTest, NameFunctions) {
+  EXPECT_EQ(VerdictName(Verdict::kReclaimable), "RECLAIMABLE");
+  EXPECT_EQ(SeverityName(Severity::kCritical), "critical");
+  EXPECT_EQ(CategoryName(Category::kNvlink), "nvlink");
+  EXPECT_EQ(ActorName(Actor::kVendor), "vendor");
+  EXPECT_GT(VerdictRank(Verdict::kFault), VerdictRank(Verdict::kDegraded));
+  EXPECT_GT(VerdictRank(Verdict::kDegraded), VerdictRank(Verdict::kBusy));
+  EXPECT_EQ(VerdictRank(Verdict::kBusy), VerdictRank(Verdict::kReclaimable));
+  EXPECT_GT(VerdictRank(Verdict::kBusy), VerdictRank(Verdict::kUnknown));
+  EXPECT_GT(VerdictRank(Verdict::kUnknown), VerdictRank(Verdict::kOk));
+}
+
+TEST(XidTest, Classes) {
+  for (unsigned xid : {13u, 31u, 43u, 45u, 68u, 109u}) {
+    EXPECT_EQ(ClassifyXid(xid).cls, XidClass::kApplication) << xid;
+  }
+  for (unsigned xid : {48u, 64u, 74u, 79u, 95u, 119u, 120u, 140u}) {
+    EXPECT_EQ(ClassifyXid(xid).cls, XidClass::kHardwareFatal) << xid;
+  }
+  EXPECT_EQ(ClassifyXid(94).cls, XidClass::kHardwareWarning);
+  EXPECT_EQ(ClassifyXid(63).cls, XidClass::kOther);
+  EXPECT_EQ(ClassifyXid(12345).cls, XidClass::kOther);
+  EXPECT_EQ(ClassifyXid(79).what, "fell off the bus");
+}
+
+}  // namespace
+}  // namespace gw::diagnose

@@ -1,0 +1,103 @@
+#include "diagnose/finding.h"
+
+namespace gw::diagnose {
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
+  }
+  return "?";
+}
+
+std::string_view CategoryName(Category category) {
+  switch (category) {
+    case Category::kShortage:
+      return "shortage";
+    case Category::kContention:
+      return "contention";
+    case Category::kHolder:
+      return "holder";
+    case Category::kConfiguration:
+      return "configuration";
+    case Category::kApplication:
+      return "application";
+    case Category::kDriver:
+      return "driver";
+    case Category::kMemory:
+      return "memory";
+    case Category::kBus:
+      return "bus";
+    case Category::kThermal:
+      return "thermal";
+    case Category::kPower:
+      return "power";
+    case Category::kNvlink:
+      return "nvlink";
+    case Category::kHardware:
+      return "hardware";
+  }
+  return "?";
+}
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kOk:
+      return "OK";
+    case Verdict::kBusy:
+      return "BUSY";
+    case Verdict::kReclaimable:
+      return "RECLAIMABLE";
+    case Verdict::kDegraded:
+      return "DEGRADED";
+    case Verdict::kFault:
+      return "FAULT";
+    case Verdict::kUnknown:
+      return "UNKNOWN";
+  }
+  return "?";
+}
+
+std::string_view ActorName(Actor actor) {
+  switch (actor) {
+    case Actor::kUser:
+      return "user";
+    case Actor::kOwner:
+      return "owner";
+    case Actor::kAdmin:
+      return "admin";
+    case Actor::kVendor:
+      return "vendor";
+  }
+  return "?";
+}
+
+int VerdictRank(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kOk:
+      return 0;
+    case Verdict::kUnknown:
+      return 1;
+    case Verdict::kBusy:
+    case Verdict::kReclaimable:
+      return 2;
+    case Verdict::kDegraded:
+      return 3;
+    case Verdict::kFault:
+      return 4;
+  }
+  return 0;
+}
+
+Opt<double> EvidenceNumber(const Finding& finding, std::string_view name) {
+  for (const Evidence& e : finding.evidence) {
+    if (e.name == name) return e.number;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gw::diagnose

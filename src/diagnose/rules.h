@@ -1,0 +1,105 @@
+// The diagnosis rules: pure functions from a history of Snapshots (and,
+// optionally, kernel-log events) to Findings. No I/O, no clock: time comes in
+// the snapshots.
+//
+// The history is oldest first: one Snapshot (`gpuwarden why --now`), a short
+// window of a few seconds (`gpuwarden why`), or a daemon's longer history.
+// Rules do not care where it came from; they work with one sample. "No data"
+// (a nullopt field, an unreachable GPU, processes_known false, an offline dump
+// without /proc) makes a rule skip, never report.
+#ifndef GPUWARDEN_DIAGNOSE_RULES_H_
+#define GPUWARDEN_DIAGNOSE_RULES_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/snapshot.h"
+#include "diagnose/finding.h"
+#include "diagnose/kernel_event.h"
+
+namespace gw::diagnose {
+
+inline constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+// What the caller wants to run: `gpus` GPUs with `bytes_per_gpu` free each,
+// optionally all joined by NVLink.
+struct NeedRequest {
+  unsigned gpus = 1;
+  uint64_t bytes_per_gpu = 0;
+  bool nvlink = false;
+};
+
+// Parses a need: "SIZE" or "NxSIZE", then optionally "+nvlink":
+//   "20G", "2x24G", "4x40GiB", "2X24g", "8x80G+nvlink".
+// SIZE is gw::ParseSize's (binary units, "20G" = 20 GiB). N is 1..1024 and
+// SIZE is above 0. Errors (code "malformed" or "out_of_range") quote the input.
+Result<NeedRequest> ParseNeed(std::string_view text);
+
+// The need as text, as ParseNeed reads it back: "2x24 GiB+nvlink" -> "2x24G+nvlink".
+std::string FormatNeed(const NeedRequest& need);
+
+// Thresholds and the caller's context. Defaults are documented in
+// docs/diagnosis.md; the catalog's texts quote them.
+struct DiagnoseOptions {
+  // VRAM_EXHAUSTED: used >= this % of total.
+  double vram_full_pct = 95;
+  // COMPUTE_SATURATED: utilisation >= this in every sample.
+  double saturated_util_pct = 90;
+  // IDLE_HOLDER: holds >= this, SM 0 % in every known sample, lived >= idle_holder_min_age_s.
+  uint64_t idle_holder_min_bytes = kGiB;
+  double idle_holder_min_age_s = 600;
+  // INVISIBLE_HOLDER: used >= this with no process listed.
+  uint64_t invisible_min_bytes = kGiB;
+  // UNINTERRUPTIBLE_HOLDER: D state over a window at least this long (2+ samples).
+  double stuck_min_s = 2;
+  // HOT_WHILE_IDLE / FAN_HIGH_WHILE_IDLE: idle means utilisation <= idle_util_max_pct.
+  double hot_idle_temp_c = 80;
+  double fan_idle_high_pct = 80;
+  double idle_util_max_pct = 5;
+  // A temperature drop over the window of more than this means "cooling down".
+  double cooling_drop_c = 2;
+  // PCIE_LINK_DEGRADED: only judged in samples with utilisation >= this.
+  double pcie_load_util_pct = 50;
+  // PCIE_REPLAY_RATE: above DCGM's per-lane rate and at least this many replays.
+  uint64_t pcie_replay_min_count = 5;
+  // Memory health limits (DCGM).
+  uint64_t retired_pages_limit = 63;
+  uint64_t retired_pages_dbe_limit = 15;
+  uint64_t row_remap_uncorrectable_limit = 512;
+
+  // The caller's request (--need); enables the placement findings.
+  Opt<NeedRequest> need;
+  // Who asks: decides whose processes are "yours" and what a non-root caller
+  // cannot see.
+  Opt<uid_t> caller_uid;
+  bool caller_is_root = false;
+  // The caller's environment, as set (nullopt = unset).
+  Opt<std::string> cuda_visible_devices;
+  Opt<std::string> cuda_device_order;
+  // gpuwarden itself runs in a container (its own PID namespace).
+  bool in_container = false;
+};
+
+// Runs every rule over `history` (oldest first) and returns the findings in
+// rule order (unranked; Diagnose ranks them). Empty history: no findings.
+// `kernel_events` is the extension point for the kernel-log reader: Xid
+// events become XID_* findings; other kinds are ignored for now.
+std::vector<Finding> RunRules(std::span<const Snapshot> history, const DiagnoseOptions& options,
+                              std::span<const KernelEvent> kernel_events = {});
+
+// The registered rules, for listings and tests: a name and the codes it emits.
+struct RuleInfo {
+  std::string_view name;
+  std::vector<std::string_view> codes;
+};
+std::vector<RuleInfo> ListRules();
+
+}  // namespace gw::diagnose
+
+#endif  // GPUWARDEN_DIAGNOSE_RULES_H_

@@ -1,0 +1,246 @@
+// Capacity rules: is memory or compute short, and can a stated need be placed.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "diagnose/placement.h"
+#include "diagnose/rule_context.h"
+
+namespace gw::diagnose::internal {
+namespace {
+
+constexpr size_t kTopHolders = 3;
+
+std::string SmText(const GpuProcess& p) {
+  return p.sm_util_pct ? fmt::format("SM {} %", *p.sm_util_pct) : std::string("SM ?");
+}
+
+// The largest holders of a GPU, as evidence lines and PIDs.
+void AddTopHolders(const Snapshot& snapshot, const Gpu& gpu, Finding& f) {
+  std::vector<const GpuProcess*> holders;
+  for (const GpuProcess& p : gpu.processes) holders.push_back(&p);
+  std::sort(holders.begin(), holders.end(), [](const GpuProcess* a, const GpuProcess* b) {
+    uint64_t ma = a->used_memory_bytes.value_or(0), mb = b->used_memory_bytes.value_or(0);
+    if (ma != mb) return ma > mb;
+    return a->pid < b->pid;
+  });
+  if (holders.size() > kTopHolders) holders.resize(kTopHolders);
+  for (const GpuProcess* p : holders) {
+    const HostProcess* host = FindHost(snapshot, p->pid);
+    std::string text = ProcessText(p->pid, host, p);
+    text += ": " + (p->used_memory_bytes ? FormatBytes(*p->used_memory_bytes) : "memory ?");
+    text += ", " + SmText(*p);
+    if (host != nullptr && host->age_s) text += ", up " + FormatDuration(*host->age_s);
+    Evidence e = TextEvidence("holder", text);
+    if (p->used_memory_bytes) {
+      e.number = static_cast<double>(*p->used_memory_bytes);
+      e.unit = "bytes";
+    }
+    f.evidence.push_back(std::move(e));
+    f.pids.push_back(p->pid);
+  }
+  std::sort(f.pids.begin(), f.pids.end());
+}
+
+std::string SamplesText(size_t n, double window_s) {
+  if (n == 1) return "in the one sample";
+  return fmt::format("in all {} samples over {}", n, FormatDuration(window_s));
+}
+
+}  // namespace
+
+void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
+  const DiagnoseOptions& o = ctx.options();
+  for (const Gpu& gpu : ctx.latest().gpus) {
+    if (gpu.unreachable || !gpu.memory.total_bytes || !gpu.memory.used_bytes) continue;
+    const uint64_t total = *gpu.memory.total_bytes, used = *gpu.memory.used_bytes;
+    const double pct = *UsedPct(gpu);
+    const Opt<uint64_t> free = FreeBytes(gpu);
+    const bool full = pct >= o.vram_full_pct;
+    const bool short_of_need = o.need && free && *free < o.need->bytes_per_gpu;
+    if (!full && !short_of_need) continue;
+
+    std::string message =
+        full ? fmt::format("GPU {} memory is {} full: {} of {} used", gpu.index, Pct(pct),
+                           FormatBytes(used), FormatBytes(total))
+             : fmt::format("GPU {} has {} free, less than the {} per GPU you need", gpu.index,
+                           FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu));
+    Finding f = MakeFinding("VRAM_EXHAUSTED", {gpu.index}, {}, std::move(message), Gib(used));
+    f.evidence.push_back(NumberEvidence(
+        "used", static_cast<double>(used), "bytes",
+        fmt::format("{} of {} ({})", FormatBytes(used), FormatBytes(total), Pct(pct))));
+    f.evidence.push_back(NumberEvidence("used_pct", pct, "%", Pct(pct)));
+    if (free) f.evidence.push_back(BytesEvidence("free", *free));
+    if (o.need) f.evidence.push_back(BytesEvidence("need_per_gpu", o.need->bytes_per_gpu));
+    if (!gpu.processes_known) {
+      f.evidence.push_back(TextEvidence("holders", "unknown (process list not read)"));
+    } else if (gpu.processes.empty()) {
+      f.evidence.push_back(TextEvidence("holders", "none listed (see INVISIBLE_HOLDER)"));
+    } else {
+      AddTopHolders(ctx.latest(), gpu, f);
+    }
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
+  const DiagnoseOptions& o = ctx.options();
+  const Snapshot& latest = ctx.latest();
+  std::set<unsigned> saturated;
+  for (size_t i = 0; i < latest.gpus.size(); ++i) {
+    if (!latest.gpus[i].unreachable && SaturatedOverWindow(ctx.Series(i), o)) {
+      saturated.insert(latest.gpus[i].index);
+    }
+  }
+  if (saturated.empty()) return;
+
+  // Would the caller's need fit on the GPUs that are not saturated?
+  bool need_blocked = false;
+  if (o.need) {
+    std::vector<GpuRoom> rooms = CollectRooms(latest);
+    for (GpuRoom& room : rooms) {
+      if (saturated.count(room.index)) room.usable = false;
+    }
+    need_blocked = PlaceNeed(*o.need, rooms, latest.topology).outcome != PlacementOutcome::kFits;
+  }
+
+  for (size_t i = 0; i < latest.gpus.size(); ++i) {
+    const Gpu& gpu = latest.gpus[i];
+    if (!saturated.count(gpu.index)) continue;
+    std::set<pid_t> pids;
+    std::set<std::string> users;
+    if (gpu.processes_known) {
+      for (const GpuProcess& p : gpu.processes) {
+        if (p.type == GpuProcessType::kGraphics) continue;
+        pids.insert(p.pid);
+        users.insert(UserText(FindHost(latest, p.pid)));
+      }
+    }
+    const bool shared = pids.size() >= 2;
+    if (!shared && !need_blocked) continue;
+
+    unsigned min_util = 100, known = 0;
+    for (const Gpu* g : ctx.Series(i)) {
+      if (g == nullptr || !g->utilization_gpu_pct) continue;
+      min_util = std::min(min_util, *g->utilization_gpu_pct);
+      ++known;
+    }
+    std::string why =
+        shared ? fmt::format("shared by {} processes of {} user{}", pids.size(), users.size(),
+                             users.size() == 1 ? "" : "s")
+               : fmt::format("and your need {} cannot be placed on a GPU that is not saturated",
+                             FormatNeed(*o.need));
+    Finding f = MakeFinding(
+        "COMPUTE_SATURATED", {gpu.index}, {pids.begin(), pids.end()},
+        fmt::format("GPU {} was at least {:.0f} % busy {}, {}", gpu.index, o.saturated_util_pct,
+                    SamplesText(known, ctx.window_s()), why),
+        1);
+    f.evidence.push_back(NumberEvidence(
+        "utilization_min", min_util, "%",
+        fmt::format("{} % (lowest of {} sample{})", min_util, known, known == 1 ? "" : "s")));
+    f.evidence.push_back(NumberEvidence("processes", static_cast<double>(pids.size()), "count",
+                                        fmt::format("{}", pids.size())));
+    if (gpu.processes_known) {
+      f.pids.clear();
+      AddTopHolders(latest, gpu, f);
+      f.pids.assign(pids.begin(), pids.end());
+    }
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
+  const DiagnoseOptions& o = ctx.options();
+  if (!o.need) return;
+  const Snapshot& latest = ctx.latest();
+  const NeedRequest& need = *o.need;
+  std::vector<GpuRoom> rooms = CollectRooms(latest);
+  if (rooms.empty()) return;  // No GPU memory known: nothing to place on.
+  Placement p = PlaceNeed(need, rooms, latest.topology);
+  const std::string need_text = FormatNeed(need);
+  const double wanted_gib = Gib(need.bytes_per_gpu) * need.gpus;
+
+  std::string per_gpu;
+  for (const GpuRoom& room : rooms) {
+    if (!per_gpu.empty()) per_gpu += ", ";
+    per_gpu += fmt::format("{}: {}{}", room.index, FormatBytes(room.free_bytes),
+                           room.usable ? "" : " (not usable)");
+  }
+  StepValues values;
+  values.need = need_text;
+
+  Finding f;
+  switch (p.outcome) {
+    case PlacementOutcome::kFits: {
+      std::string where;
+      for (unsigned g : p.gpus) {
+        auto room = std::find_if(rooms.begin(), rooms.end(),
+                                 [&](const GpuRoom& r) { return r.index == g; });
+        if (!where.empty()) where += ", ";
+        where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes));
+      }
+      f = MakeFinding("NEED_FITS", p.gpus, {},
+                      fmt::format("Your need {} fits now on {}{}", need_text, where,
+                                  p.nvlink_unchecked ? " (NVLink not checked: topology unknown)"
+                                                     : ""),
+                      wanted_gib);
+      values.gpus = GpuList(f.gpus);
+      break;
+    }
+    case PlacementOutcome::kFragmented:
+      f = MakeFinding(
+          "FRAGMENTED", {}, {},
+          need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
+              ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
+                            "NVLink, as {} asks",
+                            p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus,
+                            need_text)
+              : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
+                            "{} {} free",
+                            FormatBytes(p.free_total), need_text, p.gpus_with_room,
+                            p.gpus_with_room == 1 ? "" : "s",
+                            p.gpus_with_room == 1 ? "has" : "have",
+                            FormatBytes(need.bytes_per_gpu)),
+          wanted_gib);
+      break;
+    case PlacementOutcome::kUnsatisfiable:
+      f = MakeFinding("NEED_UNSATISFIABLE", {}, {},
+                      fmt::format("Your need {} wants {} free; all usable GPUs together have {}",
+                                  need_text, FormatBytes(need.bytes_per_gpu * need.gpus),
+                                  FormatBytes(p.free_total)),
+                      wanted_gib);
+      break;
+    case PlacementOutcome::kNeverFits: {
+      unsigned big = 0;
+      uint64_t largest = 0;
+      for (const GpuRoom& room : rooms) {
+        if (room.total_bytes >= need.bytes_per_gpu) ++big;
+        largest = std::max(largest, room.total_bytes);
+      }
+      std::string why =
+          largest < need.bytes_per_gpu
+              ? fmt::format("the largest GPU has {} in total", FormatBytes(largest))
+          : big < need.gpus
+              ? fmt::format("only {} GPU{} {} that much memory", big, big == 1 ? "" : "s",
+                            big == 1 ? "has" : "have")
+              : fmt::format("no {} GPUs large enough are all joined by NVLink", need.gpus);
+      f = MakeFinding("NEED_EXCEEDS_SERVER", {}, {},
+                      fmt::format("Your need {} can never fit here: {}", need_text, why),
+                      wanted_gib);
+      break;
+    }
+  }
+  f.evidence.push_back(TextEvidence("need", need_text));
+  f.evidence.push_back(BytesEvidence("free_total", p.free_total));
+  f.evidence.push_back(NumberEvidence("gpus_with_room", p.gpus_with_room, "count",
+                                      fmt::format("{}", p.gpus_with_room)));
+  f.evidence.push_back(TextEvidence("free_per_gpu", per_gpu));
+  AddCatalogSteps(f, values);
+  out.push_back(std::move(f));
+}
+
+}  // namespace gw::diagnose::internal

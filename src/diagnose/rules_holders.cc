@@ -1,0 +1,367 @@
+// Holder rules: who holds the GPUs, and whether that capacity does any work.
+// A process gets at most one of ZOMBIE_HOLDER, UNINTERRUPTIBLE_HOLDER,
+// ORPHAN_HOLDER and IDLE_HOLDER per GPU, the most specific one, so that the
+// memory it holds is counted once.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "diagnose/rule_context.h"
+
+namespace gw::diagnose::internal {
+namespace {
+
+// The process's state in every sample where /proc reported it (oldest first).
+struct StateWindow {
+  unsigned known = 0;
+  unsigned matching = 0;
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+};
+StateWindow StateOverWindow(const RuleContext& ctx, pid_t pid, ProcessState state) {
+  StateWindow w;
+  for (const Snapshot& s : ctx.history()) {
+    if (!s.processes_scanned) continue;
+    const HostProcess* host = FindHost(s, pid);
+    if (host == nullptr || !host->state) continue;
+    ++w.known;
+    if (*host->state != state) continue;
+    if (w.matching++ == 0) w.first_ms = s.time_unix_ms;
+    w.last_ms = s.time_unix_ms;
+  }
+  return w;
+}
+
+bool IsZombie(const RuleContext& ctx, const Holding& h) {
+  if (h.host == nullptr || h.host->state != ProcessState::kZombie) return false;
+  StateWindow w = StateOverWindow(ctx, h.pid, ProcessState::kZombie);
+  return w.known > 0 && w.matching == w.known;
+}
+
+// D in every sample, at least two of them, stuck_min_s apart: short D states
+// (disk or network I/O) are normal.
+bool IsStuck(const RuleContext& ctx, const Holding& h) {
+  if (h.host == nullptr || h.host->state != ProcessState::kDiskSleep) return false;
+  StateWindow w = StateOverWindow(ctx, h.pid, ProcessState::kDiskSleep);
+  return w.matching >= 2 && w.matching == w.known &&
+         (w.last_ms - w.first_ms) / 1000.0 >= ctx.options().stuck_min_s;
+}
+
+bool IsOrphan(const RuleContext& ctx, const Holding& h) {
+  if (h.host == nullptr || !LooksOrphaned(ctx.latest(), *h.host)) return false;
+  if (h.host->state == ProcessState::kZombie || h.host->state == ProcessState::kDiskSleep) {
+    return false;
+  }
+  // A process that computes is somebody's running job, whatever its parentage
+  // (e.g. started with nohup from a script that has ended).
+  if (h.listed != nullptr && ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint).sm_busy > 0) {
+    return false;
+  }
+  return true;
+}
+
+void AddHeld(Finding& f, Opt<uint64_t> bytes) {
+  if (bytes) {
+    f.evidence.push_back(BytesEvidence(std::string(kHeldEvidence), *bytes));
+  } else {
+    f.evidence.push_back(TextEvidence(std::string(kHeldEvidence), "unknown"));
+  }
+}
+
+std::string HeldText(const Holding& h) {
+  if (h.listed == nullptr) return fmt::format("holds /dev/nvidia* of GPU {}", h.gpu);
+  if (!h.bytes()) return fmt::format("holds GPU {} (memory unknown)", h.gpu);
+  return fmt::format("holds {} on GPU {}", FormatBytes(*h.bytes()), h.gpu);
+}
+
+void AddProcessEvidence(Finding& f, const Holding& h) {
+  const HostProcess* host = h.host;
+  f.evidence.push_back(TextEvidence("process", ProcessText(h.pid, host, h.listed)));
+  if (host == nullptr) return;
+  if (host->age_s) {
+    f.evidence.push_back(NumberEvidence("age", *host->age_s, "s", FormatDuration(*host->age_s)));
+  }
+  if (host->ppid) {
+    f.evidence.push_back(NumberEvidence(
+        "parent", *host->ppid, "pid",
+        fmt::format("{} ({})", *host->ppid,
+                    host->parent_comm ? Safe(*host->parent_comm) : "?")));
+  }
+}
+
+// Asking someone else versus acting yourself.
+void AddOwnershipStep(const RuleContext& ctx, Finding& f, const Holding& h) {
+  const Opt<uid_t>& caller = ctx.options().caller_uid;
+  if (!caller || h.host == nullptr || !h.host->uid || *h.host->uid == *caller) return;
+  f.next_steps.push_back(fmt::format("It is not yours: ask {} to end it, or ask an administrator",
+                                     UserText(h.host)));
+}
+
+}  // namespace
+
+void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  if (!ctx.latest().processes_scanned) return;
+  for (const Holding& h : ctx.Holdings()) {
+    if (!IsZombie(ctx, h)) continue;
+    const HostProcess& host = *h.host;
+    const bool reaper_parent = !host.ppid || *host.ppid == 1;
+    std::string parent = host.ppid ? fmt::format("PID {} ({})", *host.ppid,
+                                                 host.parent_comm
+                                                     ? Safe(*host.parent_comm)
+                                                     : "?")
+                                   : "its parent";
+    std::string message = fmt::format(
+        "{} {} but has exited (zombie); kill cannot help. {}",
+        ProcessText(h.pid, h.host, h.listed), HeldText(h),
+        reaper_parent
+            ? "Its parent is init, which reaps at once: the driver still holds the context"
+            : fmt::format("Its parent {} has not reaped it", parent));
+    Finding f = MakeFinding("ZOMBIE_HOLDER", {h.gpu}, {h.pid}, std::move(message),
+                            Gib(h.bytes().value_or(0)));
+    AddHeld(f, h.bytes());
+    AddProcessEvidence(f, h);
+    StepValues values;
+    if (!reaper_parent) values.ppid = *host.ppid;
+    AddCatalogSteps(f, values);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  if (!ctx.latest().processes_scanned || ctx.samples() < 2) return;
+  for (const Holding& h : ctx.Holdings()) {
+    if (!IsStuck(ctx, h)) continue;
+    StateWindow w = StateOverWindow(ctx, h.pid, ProcessState::kDiskSleep);
+    const double stuck_s = (w.last_ms - w.first_ms) / 1000.0;
+    Finding f = MakeFinding(
+        "UNINTERRUPTIBLE_HOLDER", {h.gpu}, {h.pid},
+        fmt::format("{} {} and has been in uninterruptible sleep (D) for at least {}: signals "
+                    "cannot reach it, so kill cannot free the GPU",
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h), FormatDuration(stuck_s)),
+        Gib(h.bytes().value_or(0)));
+    AddHeld(f, h.bytes());
+    f.evidence.push_back(NumberEvidence("d_state_for", stuck_s, "s",
+                                        fmt::format("{} ({} samples)", FormatDuration(stuck_s),
+                                                    w.matching)));
+    AddProcessEvidence(f, h);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  if (!ctx.latest().processes_scanned) return;
+  for (const Holding& h : ctx.Holdings()) {
+    if (IsZombie(ctx, h) || IsStuck(ctx, h) || !IsOrphan(ctx, h)) continue;
+    const HostProcess& host = *h.host;
+    std::string adopter =
+        *host.ppid == 1 ? std::string("init (PID 1)")
+                        : fmt::format("{} (PID {})",
+                                      Safe(host.parent_comm.value_or("?")),
+                                      *host.ppid);
+    std::string sm;
+    if (h.listed != nullptr) {
+      ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
+      sm = pw.sm_known > 0 ? ", with no GPU work in the window"
+                           : " (whether it computes is unknown)";
+    }
+    Finding f = MakeFinding(
+        "ORPHAN_HOLDER", {h.gpu}, {h.pid},
+        fmt::format("{} {}{}, but its parent is gone: it was adopted by {} while still in "
+                    "process group {}, whose leader has exited; likely a worker left behind "
+                    "by a killed run",
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h), sm, adopter, *host.pgid),
+        Gib(h.bytes().value_or(0)));
+    AddHeld(f, h.bytes());
+    AddProcessEvidence(f, h);
+    f.evidence.push_back(NumberEvidence("pgid", *host.pgid, "pid", fmt::format("{}", *host.pgid)));
+    AddOwnershipStep(ctx, f, h);
+    StepValues values;
+    values.pgid = *host.pgid;
+    AddCatalogSteps(f, values);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  const DiagnoseOptions& o = ctx.options();
+  const Snapshot& latest = ctx.latest();
+  for (const Holding& h : ctx.Holdings()) {
+    if (h.listed == nullptr || !h.bytes() || *h.bytes() < o.idle_holder_min_bytes) continue;
+    if (latest.processes_scanned && (IsZombie(ctx, h) || IsStuck(ctx, h) || IsOrphan(ctx, h))) {
+      continue;
+    }
+    // Exiting or stuck processes are not idle: see ZOMBIE_HOLDER and UNINTERRUPTIBLE_HOLDER.
+    if (h.host != nullptr && (h.host->state == ProcessState::kDiskSleep ||
+                              h.host->state == ProcessState::kZombie)) {
+      continue;
+    }
+    ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
+    if (pw.sm_known == 0 || pw.sm_busy > 0) continue;
+    // Idle long enough: a freshly started job loading its model also sits at 0 %.
+    const Opt<double> age = h.host != nullptr ? h.host->age_s : std::nullopt;
+    const double lived = age ? *age : ctx.window_s();
+    if (lived < o.idle_holder_min_age_s) continue;
+
+    Finding f = MakeFinding(
+        "IDLE_HOLDER", {h.gpu}, {h.pid},
+        fmt::format("{} {} and did no GPU work (SM 0 % in {} of {} samples){}",
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h), pw.sm_known, pw.present,
+                    age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
+        Gib(*h.bytes()));
+    AddHeld(f, h.bytes());
+    f.evidence.push_back(NumberEvidence("sm_max", pw.sm_max, "%",
+                                        fmt::format("{} % (max over {} samples)", pw.sm_max,
+                                                    pw.sm_known)));
+    AddProcessEvidence(f, h);
+    AddOwnershipStep(ctx, f, h);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  const DiagnoseOptions& o = ctx.options();
+  const Snapshot& latest = ctx.latest();
+  for (size_t i = 0; i < latest.gpus.size(); ++i) {
+    const Gpu& gpu = latest.gpus[i];
+    if (gpu.unreachable || gpu.mig_mode_current.value_or(false)) continue;
+    // Every sample that could tell must agree: memory used, no process listed.
+    bool invisible = true;
+    unsigned seen = 0;
+    for (const Gpu* g : ctx.Series(i)) {
+      if (g == nullptr || !g->processes_known || !g->memory.used_bytes) continue;
+      ++seen;
+      if (!g->processes.empty() || *g->memory.used_bytes < o.invisible_min_bytes) {
+        invisible = false;
+        break;
+      }
+    }
+    if (!invisible || seen == 0 || !gpu.processes_known || !gpu.memory.used_bytes) continue;
+    const uint64_t used = *gpu.memory.used_bytes;
+
+    // Device-file holders the driver does not list are the first suspects.
+    std::vector<pid_t> holders;
+    if (latest.processes_scanned) {
+      for (const auto& [pid, host] : latest.processes) {
+        if (host.listed_by_driver) continue;
+        for (size_t held : HeldGpus(latest, host)) {
+          if (held == i) holders.push_back(pid);
+        }
+      }
+    }
+    std::string likeliest;
+    if (!ctx.live()) {
+      likeliest =
+          "the nvidia-smi that made this dump ran in a container (the driver lists only the "
+          "caller's PID namespace), or the memory leaked in the driver";
+    } else if (o.in_container) {
+      likeliest =
+          "processes in another PID namespace: gpuwarden runs in a container and the driver "
+          "lists only this container's processes; run gpuwarden on the host";
+    } else if (!holders.empty()) {
+      likeliest = fmt::format("PID{} {} hold{} /dev/nvidia* of this GPU without being listed",
+                              holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
+                              holders.size() == 1 ? "s" : "");
+    } else if (!o.caller_is_root) {
+      likeliest =
+          "processes of other users hidden from you (hidepid or unreadable /proc/PID/fd); run "
+          "sudo gpuwarden why to see them";
+    } else {
+      likeliest =
+          "memory leaked in the driver: nothing on this host holds the GPU; an administrator "
+          "must reset it";
+    }
+    Finding f = MakeFinding("INVISIBLE_HOLDER", {gpu.index}, holders,
+                            fmt::format("GPU {} has {} in use but lists no process; likeliest: {}",
+                                        gpu.index, FormatBytes(used), likeliest),
+                            Gib(used));
+    AddHeld(f, used);
+    f.evidence.push_back(TextEvidence("likeliest", likeliest));
+    f.evidence.push_back(NumberEvidence("samples", seen, "count",
+                                        fmt::format("no process listed in {} of {} samples", seen,
+                                                    ctx.samples())));
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  const Snapshot& latest = ctx.latest();
+  if (!latest.processes_scanned) return;
+  // Tools that open the device files by design (names as comm shows them,
+  // which cuts at 15 characters).
+  static constexpr std::array<std::string_view, 16> kTools = {
+      "nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "Xorg", "Xwayland",
+      "nvidia-smi", "nvtop", "nvitop", "gpustat", "gpuwarden", "nvidia_gpu_exporter", "gpud",
+      "nvidia-device-plugin", "gnome-shell", "nvidia-powerd"};
+  auto is_tool = [&](const HostProcess& host) {
+    if (!host.comm) return false;
+    for (std::string_view tool : kTools) {
+      if (*host.comm == tool.substr(0, 15)) return true;
+    }
+    return false;
+  };
+  for (const auto& [pid, host] : latest.processes) {
+    if (host.device_files.empty() || host.listed_by_driver || ListedAnywhere(latest, pid)) {
+      continue;
+    }
+    if (is_tool(host) || host.state == ProcessState::kZombie || LooksOrphaned(latest, host)) {
+      continue;
+    }
+    std::vector<unsigned> gpus;
+    for (size_t i : HeldGpus(latest, host)) gpus.push_back(latest.gpus[i].index);
+    if (gpus.empty()) continue;
+    Finding f = MakeFinding(
+        "UNLISTED_DEVICE_HOLDER", gpus, {pid},
+        fmt::format("{} holds the device file of GPU {} but no GPU lists it as a process",
+                    ProcessText(pid, &host, nullptr), GpuList(gpus)),
+        0);
+    f.evidence.push_back(TextEvidence("device_files", fmt::format("{}", fmt::join(
+                                                                      host.device_files, " "))));
+    Holding h{0, gpus[0], pid, nullptr, 0, &host};
+    AddProcessEvidence(f, h);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+}
+
+void RuleForeignPid(const RuleContext& ctx, std::vector<Finding>& out) {
+  const Snapshot& latest = ctx.latest();
+  if (!latest.processes_scanned) return;
+  std::set<pid_t> pids;
+  std::set<unsigned> gpus;
+  for (const Gpu& gpu : latest.gpus) {
+    for (const GpuProcess& p : gpu.processes) {
+      if (latest.processes.count(p.pid)) continue;
+      // Missing in every sample that looked: not a process that just exited.
+      bool always_missing = true;
+      for (const Snapshot& s : ctx.history()) {
+        if (s.processes_scanned && s.processes.count(p.pid)) always_missing = false;
+      }
+      if (!always_missing) continue;
+      pids.insert(p.pid);
+      gpus.insert(gpu.index);
+    }
+  }
+  if (pids.empty()) return;
+  Finding f = MakeFinding(
+      "FOREIGN_PID", {gpus.begin(), gpus.end()}, {pids.begin(), pids.end()},
+      fmt::format("{} process{} listed on GPU {} (PID {}) {} not in this /proc{}", pids.size(),
+                  pids.size() == 1 ? "" : "es", GpuList({gpus.begin(), gpus.end()}),
+                  fmt::join(pids, ", "), pids.size() == 1 ? "is" : "are",
+                  ctx.options().in_container
+                      ? ": gpuwarden runs in a container and the driver reports host PIDs"
+                      : ": they live in another PID namespace, or exited"),
+      0);
+  f.evidence.push_back(NumberEvidence("processes", static_cast<double>(pids.size()), "count",
+                                      fmt::format("{}", pids.size())));
+  AddCatalogSteps(f);
+  out.push_back(std::move(f));
+}
+
+}  // namespace gw::diagnose::internal

@@ -1,0 +1,336 @@
+// IDLE, ORPHAN, ZOMBIE, UNINTERRUPTIBLE, INVISIBLE and UNLISTED_DEVICE holders,
+// and FOREIGN_PID.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "diagnose/rules.h"
+#include "diagnose/test_util.h"
+
+namespace gw::diagnose {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace fixtures;  // NOLINT
+
+constexpr double kTwoDays = 2 * 86400 + 4 * 3600;
+
+// The classic: a Jupyter kernel holding 70 GiB for two days at 0 % SM.
+Snapshot JupyterServer() {
+  Snapshot s = HealthyServer(4);
+  AddProcess(s, {.pid = 4242, .gpu = 3, .bytes = 70 * kGiB, .sm = 0, .user = "alice",
+                 .comm = "python3", .age_s = kTwoDays, .ppid = 4100, .sid = 4000,
+                 .parent_comm = "jupyter-lab"});
+  s.processes[4242].owner.systemd_unit = "jupyter.service";
+  return s;
+}
+
+bool HasStep(const Finding& f, std::string_view text) {
+  for (const std::string& step : f.next_steps) {
+    if (step.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(IdleHolderTest, JupyterKernel) {
+  auto findings = RunRules(Window(JupyterServer(), 3), {});
+  ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "IDLE_HOLDER");
+  EXPECT_THAT(f.gpus, ElementsAre(3));
+  EXPECT_THAT(f.pids, ElementsAre(4242));
+  EXPECT_EQ(f.implies, Verdict::kReclaimable);
+  EXPECT_EQ(f.message,
+            "PID 4242 python3 (alice, jupyter.service) holds 70 GiB on GPU 3 and did no GPU work "
+            "(SM 0 % in 3 of 3 samples); it has run for 2d 4h");
+  EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 70.0 * kGiB);
+  EXPECT_NEAR(f.impact, 70, 1e-9);
+  EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 4242 --dry-run"));
+  EXPECT_TRUE(HasStep(f, "gpuwarden kill 4242"));
+}
+
+TEST(IdleHolderTest, OneSampleIsEnough) {
+  EXPECT_EQ(Count(RunOne(JupyterServer()), "IDLE_HOLDER"), 1u);
+}
+
+TEST(IdleHolderTest, NotYoursSaysWhomToAsk) {
+  DiagnoseOptions o;
+  o.caller_uid = 1002;
+  auto findings = RunOne(JupyterServer(), o);
+  ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+  EXPECT_TRUE(HasStep(*Find(findings, "IDLE_HOLDER"), "It is not yours: ask alice"));
+  o.caller_uid = 1001;
+  EXPECT_FALSE(HasStep(*Find(RunOne(JupyterServer(), o), "IDLE_HOLDER"), "not yours"));
+}
+
+TEST(IdleHolderTest, WorkInAnySampleIsNotIdle) {
+  auto window = Window(JupyterServer(), 3);
+  window[1].gpus[3].processes[0].sm_util_pct = 3;
+  window[1].gpus[3].utilization_gpu_pct = 3;
+  EXPECT_EQ(Count(RunRules(window, {}), "IDLE_HOLDER"), 0u);
+}
+
+TEST(IdleHolderTest, UnknownSmSkips) {
+  Snapshot s = JupyterServer();
+  s.gpus[3].processes[0].sm_util_pct.reset();
+  EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);
+}
+
+TEST(IdleHolderTest, UnreliableSmSkips) {
+  // The GPU is 80 % busy while its only process reads 0 %: the process
+  // samples were missed, not the work.
+  Snapshot s = JupyterServer();
+  SetLoad(s, 3, 80);
+  EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);
+}
+
+TEST(IdleHolderTest, YoungOrSmallIsNotReported) {
+  Snapshot s = JupyterServer();
+  s.processes[4242].age_s = 120;  // Still loading its model.
+  EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);
+  Snapshot small = HealthyServer(1);
+  AddProcess(small, {.pid = 7, .gpu = 0, .bytes = 900 * kMiB, .sm = 0, .age_s = kTwoDays});
+  EXPECT_EQ(Count(RunOne(small), "IDLE_HOLDER"), 0u);
+}
+
+TEST(IdleHolderTest, OfflineDumpNeedsALongWindow) {
+  Snapshot s = JupyterServer();
+  s.source = SnapshotSource::kXmlDump;
+  s.processes.clear();
+  s.processes_scanned = false;
+  EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);  // Age unknown, one sample.
+  auto window = Window(s, 11, 60'000);          // Ten minutes of samples.
+  auto findings = RunRules(window, {});
+  ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+  EXPECT_THAT(Find(findings, "IDLE_HOLDER")->message, HasSubstr("PID 4242 ? (?)"));
+}
+
+TEST(OrphanHolderTest, WorkerOfAKilledRun) {
+  Snapshot s = HealthyServer(2);
+  // Main process 5000 was killed; its workers 5001 and 5002 were adopted by init.
+  for (pid_t pid : {5001, 5002}) {
+    AddProcess(s, {.pid = pid, .gpu = 0, .bytes = 3 * kGiB, .sm = 0, .user = "bob", .uid = 1002,
+                   .age_s = 7200, .ppid = 1, .pgid = 5000, .sid = 4900,
+                   .parent_comm = "systemd"});
+  }
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 2u);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);  // Reported once, as orphans.
+  const Finding& f = *Find(findings, "ORPHAN_HOLDER");
+  EXPECT_THAT(f.pids, ElementsAre(5001));
+  EXPECT_THAT(f.message, HasSubstr("adopted by init (PID 1) while still in process group 5000"));
+  EXPECT_THAT(f.message, HasSubstr("with no GPU work in the window"));
+  EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 3.0 * kGiB);
+  EXPECT_TRUE(HasStep(f, "kill -- -5000"));
+  EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 5001 --dry-run"));
+}
+
+TEST(OrphanHolderTest, AdoptedBySystemdUser) {
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, {.pid = 6001, .gpu = 0, .bytes = 2 * kGiB, .sm = 0, .ppid = 1500,
+                 .pgid = 6000, .parent_comm = "systemd"});
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
+  EXPECT_THAT(Find(findings, "ORPHAN_HOLDER")->message, HasSubstr("adopted by systemd (PID 1500)"));
+}
+
+TEST(OrphanHolderTest, NotOrphans) {
+  auto orphan_count = [](Proc p) {
+    Snapshot s = HealthyServer(1);
+    AddProcess(s, p);
+    return Count(RunOne(s), "ORPHAN_HOLDER");
+  };
+  const Proc worker{.pid = 5001, .gpu = 0, .sm = 0, .ppid = 1, .pgid = 5000,
+                    .parent_comm = "systemd"};
+  EXPECT_EQ(orphan_count(worker), 1u);
+  Proc p = worker;
+  p.pgid = 5001;  // Leads its own group: a job started with nohup from a shell.
+  EXPECT_EQ(orphan_count(p), 0u);
+  p = worker;
+  p.sid = 5001;  // Leads its session: a daemon.
+  EXPECT_EQ(orphan_count(p), 0u);
+  p = worker;
+  p.ppid = 5000;  // Its parent is alive.
+  p.parent_comm = "python";
+  EXPECT_EQ(orphan_count(p), 0u);
+  p = worker;
+  p.sm = 70;  // It computes: somebody's running job.
+  EXPECT_EQ(orphan_count(p), 0u);
+
+  // The group leader is alive on the GPU.
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, worker);
+  AddProcess(s, {.pid = 5000, .gpu = 0, .sm = 40});
+  EXPECT_EQ(Count(RunOne(s), "ORPHAN_HOLDER"), 0u);
+
+  // Offline: no /proc, no judgement.
+  Snapshot offline = HealthyServer(1);
+  AddProcess(offline, worker);
+  offline.processes_scanned = false;
+  EXPECT_EQ(Count(RunOne(offline), "ORPHAN_HOLDER"), 0u);
+}
+
+TEST(ZombieHolderTest, ParentMustReap) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 7001, .gpu = 1, .bytes = 5 * kGiB, .sm = 0, .state = ProcessState::kZombie,
+                 .ppid = 7000, .parent_comm = "torchrun"});
+  auto findings = RunRules(Window(s, 2), {});
+  ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
+  EXPECT_THAT(f.message, HasSubstr("kill cannot help"));
+  EXPECT_THAT(f.message, HasSubstr("Its parent PID 7000 (torchrun) has not reaped it"));
+  EXPECT_TRUE(HasStep(f, "gpuwarden kill 7000"));
+  EXPECT_FALSE(HasStep(f, "gpuwarden kill 7001"));  // Killing a zombie does nothing.
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER") + Count(findings, "ORPHAN_HOLDER"), 0u);
+}
+
+TEST(ZombieHolderTest, AdoptedByInitMeansTheDriverHoldsIt) {
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, {.pid = 7001, .gpu = 0, .sm = 0, .state = ProcessState::kZombie, .ppid = 1,
+                 .pgid = 7000, .parent_comm = "systemd"});
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
+  EXPECT_THAT(f.message, HasSubstr("the driver still holds the context"));
+  EXPECT_FALSE(HasStep(f, "gpuwarden kill"));  // Never suggest killing init.
+  EXPECT_TRUE(HasStep(f, "admin: "));
+}
+
+TEST(ZombieHolderTest, JustExitedIsNotReported) {
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, {.pid = 7001, .gpu = 0, .sm = 0, .state = ProcessState::kZombie});
+  auto window = Window(s, 3);
+  window[0].processes[7001].state = ProcessState::kRunning;
+  EXPECT_EQ(Count(RunRules(window, {}), "ZOMBIE_HOLDER"), 0u);
+}
+
+TEST(UninterruptibleHolderTest, StuckInD) {
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0,
+                 .state = ProcessState::kDiskSleep});
+  auto findings = RunRules(Window(s, 3, 1500), {});
+  ASSERT_EQ(Count(findings, "UNINTERRUPTIBLE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "UNINTERRUPTIBLE_HOLDER");
+  EXPECT_EQ(f.implies, Verdict::kDegraded);
+  EXPECT_EQ(f.actor, Actor::kAdmin);
+  EXPECT_THAT(f.message, HasSubstr("for at least 3s"));
+  EXPECT_TRUE(HasStep(f, "kill -9 cannot end a process in D state"));
+  EXPECT_TRUE(HasStep(f, "admin: if it stays in D, reset the GPU (sudo nvidia-smi -r -i 0)"));
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+}
+
+TEST(UninterruptibleHolderTest, BriefDIsNormal) {
+  Snapshot s = HealthyServer(1);
+  AddProcess(s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0,
+                 .state = ProcessState::kDiskSleep});
+  EXPECT_EQ(Count(RunOne(s), "UNINTERRUPTIBLE_HOLDER"), 0u);                     // One sample.
+  EXPECT_EQ(Count(RunRules(Window(s, 3, 500), {}), "UNINTERRUPTIBLE_HOLDER"), 0u);  // 1 s.
+  auto window = Window(s, 3, 1500);
+  window[0].processes[8001].state = ProcessState::kRunning;
+  EXPECT_EQ(Count(RunRules(window, {}), "UNINTERRUPTIBLE_HOLDER"), 0u);
+}
+
+TEST(InvisibleHolderTest, CausesInOrder) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 1)->memory.used_bytes = 23 * kGiB;
+  DiagnoseOptions o;
+  o.caller_is_root = true;
+  auto findings = RunOne(s, o);
+  ASSERT_EQ(Count(findings, "INVISIBLE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "INVISIBLE_HOLDER");
+  EXPECT_THAT(f.gpus, ElementsAre(1));
+  EXPECT_THAT(f.message, HasSubstr("GPU 1 has 23 GiB in use but lists no process"));
+  EXPECT_THAT(f.message, HasSubstr("memory leaked in the driver"));
+  EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 23.0 * kGiB);
+
+  o.caller_is_root = false;
+  EXPECT_THAT(Find(RunOne(s, o), "INVISIBLE_HOLDER")->message,
+              HasSubstr("processes of other users hidden from you"));
+
+  // A process holds the device file without being listed.
+  Snapshot held = s;
+  AddProcess(held, {.pid = 9100, .gpu = 1, .listed = false});
+  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->message,
+              HasSubstr("PID 9100 holds /dev/nvidia* of this GPU without being listed"));
+  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->pids, ElementsAre(9100));
+
+  o.in_container = true;
+  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->message,
+              HasSubstr("gpuwarden runs in a container"));
+}
+
+TEST(InvisibleHolderTest, NoDataOrTransientNoFinding) {
+  Snapshot s = HealthyServer(5);
+  for (Gpu& g : s.gpus) g.memory.used_bytes = 20 * kGiB;
+  GpuAt(s, 0)->processes_known = false;
+  GpuAt(s, 1)->mig_mode_current = true;
+  GpuAt(s, 2)->unreachable = ProbeError{"nvml", "gpu_lost", "lost", 2u, 15};
+  GpuAt(s, 3)->memory.used_bytes = kGiB / 2;
+  auto window = Window(s, 3);
+  // GPU 4 listed a process a moment ago: it is exiting, not invisible.
+  GpuProcess exiting;
+  exiting.pid = 1;
+  exiting.used_memory_bytes = 20 * kGiB;
+  window[0].gpus[4].processes.push_back(exiting);
+  EXPECT_EQ(Count(RunRules(window, {}), "INVISIBLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(RunOne(window.back()), "INVISIBLE_HOLDER"), 1u);
+}
+
+TEST(InvisibleHolderTest, OfflineDump) {
+  Snapshot s = HealthyServer(1);
+  s.source = SnapshotSource::kXmlDump;
+  s.processes_scanned = false;
+  GpuAt(s, 0)->memory.used_bytes = 30 * kGiB;
+  DiagnoseOptions o;
+  o.in_container = true;  // Where gpuwarden runs says nothing about the dump.
+  EXPECT_THAT(Find(RunOne(s, o), "INVISIBLE_HOLDER")->message,
+              HasSubstr("the nvidia-smi that made this dump ran in a container"));
+}
+
+TEST(UnlistedDeviceHolderTest, Reported) {
+  Snapshot s = HealthyServer(3);
+  AddProcess(s, {.pid = 9100, .gpu = 2, .user = "carol", .listed = false});
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "UNLISTED_DEVICE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "UNLISTED_DEVICE_HOLDER");
+  EXPECT_THAT(f.gpus, ElementsAre(2));
+  EXPECT_THAT(f.pids, ElementsAre(9100));
+  EXPECT_EQ(f.severity, Severity::kInfo);
+  EXPECT_THAT(f.message, HasSubstr("PID 9100 python (carol) holds the device file of GPU 2"));
+}
+
+TEST(UnlistedDeviceHolderTest, ToolsControlFilesAndOfflineAreNot) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 900, .gpu = 0, .user = "root", .uid = 0, .comm = "nvidia-persiste",
+                 .listed = false});
+  AddProcess(s, {.pid = 901, .gpu = 1, .comm = "nvtop", .listed = false});
+  HostProcess ctl;
+  ctl.pid = 902;
+  ctl.comm = "python";
+  ctl.device_files = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
+  s.processes[902] = ctl;
+  EXPECT_EQ(Count(RunOne(s), "UNLISTED_DEVICE_HOLDER"), 0u);
+  Snapshot offline = HealthyServer(1);
+  AddProcess(offline, {.pid = 9100, .gpu = 0, .listed = false});
+  offline.processes_scanned = false;
+  EXPECT_EQ(Count(RunOne(offline), "UNLISTED_DEVICE_HOLDER"), 0u);
+}
+
+TEST(ForeignPidTest, ListedButNotInProc) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 31337, .gpu = 1, .in_proc = false});
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "FOREIGN_PID"), 1u);
+  EXPECT_THAT(Find(findings, "FOREIGN_PID")->pids, ElementsAre(31337));
+  EXPECT_THAT(Find(findings, "FOREIGN_PID")->message,
+              HasSubstr("1 process listed on GPU 1 (PID 31337) is not in this /proc"));
+  // Present a moment ago: it just exited.
+  auto window = Window(s, 2);
+  AddProcess(window[0], {.pid = 31337, .gpu = 0, .add_memory = false});
+  EXPECT_EQ(Count(RunRules(window, {}), "FOREIGN_PID"), 0u);
+  // No /proc at all: nothing to compare.
+  s.processes_scanned = false;
+  EXPECT_EQ(Count(RunOne(s), "FOREIGN_PID"), 0u);
+}
+
+}  // namespace
+}  // namespace gw::diagnose

@@ -1,0 +1,472 @@
+#include "diagnose/verdict.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "diagnose/placement.h"
+#include "diagnose/rule_context.h"
+
+namespace gw::diagnose {
+namespace {
+
+using internal::FindHost;
+using internal::GpuList;
+using internal::Pct;
+using internal::UsedPct;
+using internal::UserText;
+
+bool About(const Finding& f, unsigned gpu) {
+  return std::find(f.gpus.begin(), f.gpus.end(), gpu) != f.gpus.end();
+}
+
+// Holder findings whose memory could be given back without hurting work.
+bool IsReclaimableHolder(const Finding& f) {
+  return f.category == Category::kHolder && f.implies == Verdict::kReclaimable;
+}
+
+// Idle memory of a user: IDLE, ORPHAN and ZOMBIE holders (not INVISIBLE, which has no owner).
+bool IsOwnedIdleHolder(const Finding& f) {
+  return IsReclaimableHolder(f) && f.code != "INVISIBLE_HOLDER";
+}
+
+uint64_t HeldBytes(const Finding& f) {
+  Opt<double> held = EvidenceNumber(f, kHeldEvidence);
+  return held && *held > 0 ? static_cast<uint64_t>(*held) : 0;
+}
+
+// Reclaimable bytes per GPU, and per GPU the PIDs of reclaimable holders.
+struct Reclaim {
+  std::map<unsigned, uint64_t> bytes;
+  std::map<unsigned, std::set<pid_t>> pids;
+};
+Reclaim CollectReclaim(std::span<const Finding> findings) {
+  Reclaim r;
+  std::set<std::pair<unsigned, pid_t>> seen;
+  for (const Finding& f : findings) {
+    if (!IsReclaimableHolder(f) || f.gpus.empty()) continue;
+    const unsigned gpu = f.gpus.front();
+    const pid_t key = f.pids.size() == 1 ? f.pids.front() : -1;
+    if (!seen.insert({gpu, key}).second) continue;
+    r.bytes[gpu] += HeldBytes(f);
+    for (pid_t pid : f.pids) r.pids[gpu].insert(pid);
+  }
+  return r;
+}
+
+// "GPU 3 fell off the bus" -> "fell off the bus"; "GPU 0's PCIe ..." -> "PCIe ...".
+std::string WithoutSubject(const std::string& message, unsigned gpu) {
+  const std::string subject = fmt::format("GPU {}", gpu);
+  if (message.compare(0, subject.size(), subject) != 0) return message;
+  std::string rest = message.substr(subject.size());
+  for (std::string_view joint : {"'s ", ": ", " "}) {
+    if (rest.compare(0, joint.size(), joint) == 0) return rest.substr(joint.size());
+  }
+  return message;
+}
+
+bool IsHardwareCategory(Category c) {
+  return c == Category::kMemory || c == Category::kBus || c == Category::kThermal ||
+         c == Category::kPower || c == Category::kNvlink || c == Category::kHardware;
+}
+
+std::string KindWord(const Finding& f) {
+  if (IsHardwareCategory(f.category)) return "hardware";
+  if (f.category == Category::kHolder) return "stuck process";
+  return std::string(CategoryName(f.category));
+}
+
+std::string UsageText(const Snapshot& latest, const Gpu& gpu) {
+  std::vector<std::string> parts;
+  if (Opt<double> pct = UsedPct(gpu)) {
+    parts.push_back(fmt::format("VRAM {} ({} of {})", Pct(*pct),
+                                FormatBytes(*gpu.memory.used_bytes),
+                                FormatBytes(*gpu.memory.total_bytes)));
+  }
+  if (gpu.utilization_gpu_pct) parts.push_back(fmt::format("util {} %", *gpu.utilization_gpu_pct));
+  if (gpu.processes_known) {
+    std::set<std::string> users;
+    for (const GpuProcess& p : gpu.processes) users.insert(UserText(FindHost(latest, p.pid)));
+    if (gpu.processes.empty()) {
+      parts.push_back("no process");
+    } else {
+      parts.push_back(fmt::format("{} process{} ({})", gpu.processes.size(),
+                                  gpu.processes.size() == 1 ? "" : "es", fmt::join(users, ", ")));
+    }
+  }
+  if (parts.empty()) return "no data";
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+size_t CountCode(std::span<const Finding> findings, std::string_view code) {
+  return std::count_if(findings.begin(), findings.end(),
+                       [&](const Finding& f) { return f.code == code; });
+}
+
+const Finding* FirstWithCode(std::span<const Finding> findings, std::string_view code) {
+  for (const Finding& f : findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void RankFindings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    const int ra = VerdictRank(a.implies), rb = VerdictRank(b.implies);
+    if (ra != rb) return ra > rb;
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.impact != b.impact) return a.impact > b.impact;
+    return std::tie(a.code, a.gpus, a.pids) < std::tie(b.code, b.gpus, b.pids);
+  });
+}
+
+std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Finding> ranked,
+                                  const DiagnoseOptions& options) {
+  const Reclaim reclaim = CollectReclaim(ranked);
+  std::vector<GpuVerdict> out;
+  for (const Gpu& gpu : latest.gpus) {
+    GpuVerdict v;
+    v.index = gpu.index;
+    if (auto it = reclaim.bytes.find(gpu.index); it != reclaim.bytes.end()) {
+      v.reclaimable_bytes = it->second;
+    }
+    const std::set<pid_t> no_pids;
+    auto pids_it = reclaim.pids.find(gpu.index);
+    const std::set<pid_t>& reclaimable_pids = pids_it == reclaim.pids.end() ? no_pids
+                                                                            : pids_it->second;
+    int worst = 0;
+    bool genuine = false, reclaimable = false;
+    for (size_t k = 0; k < ranked.size(); ++k) {
+      const Finding& f = ranked[k];
+      if (!About(f, gpu.index)) continue;
+      v.findings.push_back(k);
+      worst = std::max(worst, VerdictRank(f.implies));
+      if (f.implies != Verdict::kBusy) continue;
+      if (f.code == "VRAM_EXHAUSTED") {
+        // Would freeing the reclaimable holders clear the shortage?
+        bool clears = false;
+        if (gpu.memory.used_bytes && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0) {
+          const uint64_t used = *gpu.memory.used_bytes;
+          const uint64_t after = used > v.reclaimable_bytes ? used - v.reclaimable_bytes : 0;
+          clears = 100.0 * static_cast<double>(after) /
+                       static_cast<double>(*gpu.memory.total_bytes) <
+                   options.vram_full_pct;
+          if (options.need) {
+            const uint64_t free = internal::FreeBytes(gpu).value_or(0);
+            clears = clears && free + v.reclaimable_bytes >= options.need->bytes_per_gpu;
+          }
+        }
+        (clears ? reclaimable : genuine) = true;
+      } else if (f.code == "COMPUTE_MODE_EXCLUSIVE") {
+        const bool all_reclaimable =
+            !f.pids.empty() && std::all_of(f.pids.begin(), f.pids.end(), [&](pid_t pid) {
+              return reclaimable_pids.count(pid) > 0;
+            });
+        (all_reclaimable ? reclaimable : genuine) = true;
+      } else {
+        genuine = true;
+      }
+    }
+    const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes &&
+                         !gpu.utilization_gpu_pct && !gpu.temperature_c;
+    if (worst == VerdictRank(Verdict::kFault)) {
+      v.verdict = Verdict::kFault;
+    } else if (worst == VerdictRank(Verdict::kDegraded)) {
+      v.verdict = Verdict::kDegraded;
+    } else if (genuine) {
+      v.verdict = Verdict::kBusy;
+    } else if (reclaimable) {
+      v.verdict = Verdict::kReclaimable;
+    } else if (worst == VerdictRank(Verdict::kUnknown) || no_data) {
+      v.verdict = Verdict::kUnknown;
+    } else {
+      v.verdict = Verdict::kOk;
+    }
+
+    // The line.
+    std::string detail;
+    if (v.verdict == Verdict::kFault || v.verdict == Verdict::kDegraded ||
+        v.verdict == Verdict::kUnknown) {
+      for (size_t k : v.findings) {
+        if (ranked[k].implies == v.verdict) {
+          detail = WithoutSubject(ranked[k].message, gpu.index);
+          break;
+        }
+      }
+      if (detail.empty()) detail = "no data (the probe did not reach this GPU)";
+    } else {
+      detail = UsageText(latest, gpu);
+      if (v.reclaimable_bytes > 0) {
+        detail += fmt::format("; {} held by idle or stuck holders",
+                              FormatBytes(v.reclaimable_bytes));
+      }
+    }
+    std::vector<std::string_view> codes;
+    for (size_t k : v.findings) {
+      if (ranked[k].severity == Severity::kInfo) continue;
+      if (std::find(codes.begin(), codes.end(), ranked[k].code) == codes.end()) {
+        codes.push_back(ranked[k].code);
+      }
+    }
+    v.line = fmt::format("GPU {} {} — {}", gpu.index, VerdictName(v.verdict), detail);
+    if (!codes.empty()) v.line += fmt::format(" [{}]", fmt::join(codes, ", "));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
+                    std::span<const Finding> ranked, const DiagnoseOptions& options) {
+  int worst = 0;
+  for (const GpuVerdict& g : gpus) worst = std::max(worst, VerdictRank(g.verdict));
+  bool server_unknown = false;
+  for (const Finding& f : ranked) {
+    if (!f.gpus.empty()) continue;
+    const int rank = VerdictRank(f.implies);
+    if (rank >= VerdictRank(Verdict::kDegraded)) worst = std::max(worst, rank);
+    if (f.implies == Verdict::kUnknown) server_unknown = true;
+  }
+  if (worst == VerdictRank(Verdict::kFault)) return Verdict::kFault;
+  if (worst == VerdictRank(Verdict::kDegraded)) return Verdict::kDegraded;
+
+  const bool any_known = std::any_of(gpus.begin(), gpus.end(), [](const GpuVerdict& g) {
+    return g.verdict != Verdict::kUnknown;
+  });
+  if (!any_known || (server_unknown && gpus.empty())) return Verdict::kUnknown;
+
+  if (options.need) {
+    const bool blocked = CountCode(ranked, "FRAGMENTED") + CountCode(ranked, "NEED_UNSATISFIABLE") > 0;
+    if (!blocked) return Verdict::kOk;
+    // Would it fit once the reclaimable holders are gone?
+    const Reclaim reclaim = CollectReclaim(ranked);
+    std::set<unsigned> exclusive_freed;
+    for (const Finding& f : ranked) {
+      if (f.code != "COMPUTE_MODE_EXCLUSIVE" || f.gpus.empty()) continue;
+      auto it = reclaim.pids.find(f.gpus.front());
+      if (it != reclaim.pids.end() &&
+          std::all_of(f.pids.begin(), f.pids.end(), [&](pid_t p) { return it->second.count(p); })) {
+        exclusive_freed.insert(f.gpus.front());
+      }
+    }
+    std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed);
+    return PlaceNeed(*options.need, rooms, latest.topology).outcome == PlacementOutcome::kFits
+               ? Verdict::kReclaimable
+               : Verdict::kBusy;
+  }
+
+  bool any_ok = false, any_reclaimable = false;
+  for (const GpuVerdict& g : gpus) {
+    any_ok = any_ok || g.verdict == Verdict::kOk;
+    any_reclaimable = any_reclaimable || g.verdict == Verdict::kReclaimable;
+  }
+  if (any_ok) return Verdict::kOk;
+  return any_reclaimable ? Verdict::kReclaimable : Verdict::kBusy;
+}
+
+std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
+                          std::span<const Finding> ranked, const DiagnoseOptions& options) {
+  const size_t n = gpus.size();
+  const std::string head(VerdictName(server));
+  auto count_verdict = [&](Verdict v) {
+    return std::count_if(gpus.begin(), gpus.end(), [&](const GpuVerdict& g) { return g.verdict == v; });
+  };
+
+  if (server == Verdict::kFault || server == Verdict::kDegraded) {
+    // The top finding speaks for its GPUs; others about the same GPUs (e.g.
+    // GPU_LOST beside the Xid 79 that explains it) add nothing to the line.
+    const Finding* top = nullptr;
+    size_t more = 0;
+    for (const Finding& f : ranked) {
+      if (f.implies != server) continue;
+      if (top == nullptr) {
+        top = &f;
+        continue;
+      }
+      const bool same_gpus =
+          !f.gpus.empty() && std::all_of(f.gpus.begin(), f.gpus.end(),
+                                         [&](unsigned g) { return About(*top, g); });
+      if (!same_gpus) ++more;
+    }
+    if (top == nullptr) return head;
+    std::string text = fmt::format("{} — {}: {}", head, KindWord(*top), top->message);
+    if (more > 0) {
+      text += fmt::format("; {} more {} finding{}", more,
+                          server == Verdict::kFault ? "fault" : "health", more == 1 ? "" : "s");
+    }
+    if (!top->gpus.empty() && n > 0) {
+      size_t others_ok = 0;
+      for (const GpuVerdict& g : gpus) {
+        if (g.verdict == Verdict::kOk && !About(*top, g.index)) ++others_ok;
+      }
+      const size_t others = n - top->gpus.size();
+      if (others > 0) {
+        text += others_ok == others
+                    ? fmt::format("; {} other GPU{} OK", others, others == 1 ? "" : "s")
+                    : fmt::format("; {} of {} other GPU{} OK", others_ok, others,
+                                  others == 1 ? "" : "s");
+      }
+    }
+    return text;
+  }
+
+  if (server == Verdict::kUnknown) {
+    for (const Finding& f : ranked) {
+      if (f.implies == Verdict::kUnknown) return fmt::format("{} — could not look: {}", head, f.message);
+    }
+    return n == 0 ? head + " — no GPU data" : head + " — no data from any GPU";
+  }
+
+  // Holders that could give memory back.
+  std::map<std::string_view, size_t> holder_counts;
+  uint64_t reclaim_total = 0;
+  for (const GpuVerdict& g : gpus) reclaim_total += g.reclaimable_bytes;
+  for (const Finding& f : ranked) {
+    if (IsReclaimableHolder(f)) ++holder_counts[f.code];
+  }
+  std::vector<std::string> holder_parts;
+  auto holder_word = [&](std::string_view code, const char* one, const char* many) {
+    auto it = holder_counts.find(code);
+    if (it == holder_counts.end()) return;
+    holder_parts.push_back(fmt::format("{} {}", it->second, it->second == 1 ? one : many));
+  };
+  holder_word("IDLE_HOLDER", "idle holder", "idle holders");
+  holder_word("ORPHAN_HOLDER", "orphan", "orphans");
+  holder_word("ZOMBIE_HOLDER", "zombie", "zombies");
+  holder_word("INVISIBLE_HOLDER", "invisible holder", "invisible holders");
+  std::string holders;
+  if (!holder_parts.empty()) {
+    holders = fmt::format("{} could free {}", fmt::join(holder_parts, ", "),
+                          FormatBytes(reclaim_total));
+  }
+
+  if (server == Verdict::kBusy || server == Verdict::kReclaimable) {
+    std::vector<std::string> parts;
+    std::string kind;
+    const size_t vram = CountCode(ranked, "VRAM_EXHAUSTED");
+    const size_t sat = CountCode(ranked, "COMPUTE_SATURATED");
+    const size_t excl = CountCode(ranked, "COMPUTE_MODE_EXCLUSIVE");
+    const size_t prohib = CountCode(ranked, "COMPUTE_MODE_PROHIBITED");
+    for (std::string_view code : {"FRAGMENTED", "NEED_UNSATISFIABLE"}) {
+      if (const Finding* f = FirstWithCode(ranked, code)) parts.push_back(f->message);
+    }
+    if (vram > 0) {
+      parts.push_back(options.need ? fmt::format("{}/{} GPUs full or short of your {} per GPU", vram,
+                                                 n, FormatBytes(options.need->bytes_per_gpu))
+                                   : fmt::format("{}/{} GPUs ≥ {:.0f} % VRAM", vram, n,
+                                                 options.vram_full_pct));
+    }
+    if (sat > 0) {
+      parts.push_back(fmt::format("{}/{} GPUs ≥ {:.0f} % busy and shared", sat, n,
+                                  options.saturated_util_pct));
+    }
+    if (excl > 0) parts.push_back(fmt::format("{} GPU{} taken in exclusive mode", excl, excl == 1 ? "" : "s"));
+    if (prohib > 0) parts.push_back(fmt::format("{} GPU{} prohibited", prohib, prohib == 1 ? "" : "s"));
+    if (server == Verdict::kReclaimable) {
+      kind = "memory held without work";
+    } else if (vram > 0 || CountCode(ranked, "FRAGMENTED") > 0 ||
+               CountCode(ranked, "NEED_UNSATISFIABLE") > 0) {
+      kind = "resource shortage";
+    } else if (sat > 0) {
+      kind = "contention";
+    } else {
+      kind = "configuration";
+    }
+    if (!holders.empty()) parts.push_back(holders);
+    if (parts.empty()) parts.push_back(fmt::format("{}/{} GPUs busy", count_verdict(Verdict::kBusy), n));
+    return fmt::format("{} — {}: {}", head, kind, fmt::join(parts, "; "));
+  }
+
+  // OK.
+  const size_t ok = count_verdict(Verdict::kOk);
+  const size_t busy = count_verdict(Verdict::kBusy) + count_verdict(Verdict::kReclaimable);
+  const size_t unknown = count_verdict(Verdict::kUnknown);
+  std::string text;
+  if (busy == 0 && unknown == 0) {
+    text = fmt::format("{} — {} GPU{} healthy, none busy", head, n, n == 1 ? "" : "s");
+  } else {
+    std::vector<unsigned> busy_gpus;
+    for (const GpuVerdict& g : gpus) {
+      if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable) busy_gpus.push_back(g.index);
+    }
+    text = fmt::format("{} — {} of {} GPU{} free", head, ok, n, n == 1 ? "" : "s");
+    if (busy > 0) text += fmt::format("; busy: GPU {}", GpuList(busy_gpus));
+    if (unknown > 0) text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
+  }
+  if (const Finding* fits = FirstWithCode(ranked, "NEED_FITS")) text += "; " + fits->message;
+  if (!holders.empty()) text += "; " + holders;
+  // Things about the caller's own request or environment.
+  for (const Finding& f : ranked) {
+    if (f.severity == Severity::kWarning && f.category != Category::kHolder &&
+        (f.code == "NEED_EXCEEDS_SERVER" || f.code.rfind("CUDA_VISIBLE_DEVICES", 0) == 0)) {
+      text += "; but " + f.message;
+      break;
+    }
+  }
+  return text;
+}
+
+std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
+                                             std::span<const Finding> findings) {
+  std::map<std::pair<unsigned, pid_t>, uint64_t> idle;
+  for (const Finding& f : findings) {
+    if (!IsOwnedIdleHolder(f) || f.gpus.empty() || f.pids.size() != 1) continue;
+    idle[{f.gpus.front(), f.pids.front()}] = HeldBytes(f);
+  }
+  std::map<std::string, UserHolding> by_user;
+  for (const Gpu& gpu : latest.gpus) {
+    for (const GpuProcess& p : gpu.processes) {
+      const HostProcess* host = FindHost(latest, p.pid);
+      std::string user = UserText(host);
+      UserHolding& h = by_user[user];
+      h.user = user;
+      if (host != nullptr && host->uid) h.uid = host->uid;
+      h.gpus.push_back(gpu.index);
+      h.pids.push_back(p.pid);
+      if (p.used_memory_bytes) {
+        h.vram_bytes += *p.used_memory_bytes;
+      } else {
+        ++h.memory_unknown;
+      }
+      if (auto it = idle.find({gpu.index, p.pid}); it != idle.end()) h.idle_vram_bytes += it->second;
+    }
+  }
+  std::vector<UserHolding> out;
+  for (auto& [user, h] : by_user) {
+    std::sort(h.gpus.begin(), h.gpus.end());
+    h.gpus.erase(std::unique(h.gpus.begin(), h.gpus.end()), h.gpus.end());
+    std::sort(h.pids.begin(), h.pids.end());
+    h.pids.erase(std::unique(h.pids.begin(), h.pids.end()), h.pids.end());
+    out.push_back(std::move(h));
+  }
+  std::sort(out.begin(), out.end(), [](const UserHolding& a, const UserHolding& b) {
+    if (a.vram_bytes != b.vram_bytes) return a.vram_bytes > b.vram_bytes;
+    return a.user < b.user;
+  });
+  return out;
+}
+
+Diagnosis Diagnose(std::span<const Snapshot> history, const DiagnoseOptions& options,
+                   std::span<const KernelEvent> kernel_events) {
+  Diagnosis d;
+  if (history.empty()) {
+    d.server = Verdict::kUnknown;
+    d.summary = "UNKNOWN — no snapshot to diagnose";
+    return d;
+  }
+  const Snapshot& latest = history.back();
+  d.findings = RunRules(history, options, kernel_events);
+  RankFindings(d.findings);
+  d.gpus = JudgeGpus(latest, d.findings, options);
+  d.server = JudgeServer(latest, d.gpus, d.findings, options);
+  d.summary = ServerSummary(d.server, d.gpus, d.findings, options);
+  d.users = ComputeUserHoldings(latest, d.findings);
+  return d;
+}
+
+}  // namespace gw::diagnose

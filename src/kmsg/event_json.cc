@@ -1,0 +1,59 @@
+#include "kmsg/event_json.h"
+
+#include "core/text.h"
+#include "kmsg/xid_catalog.h"
+
+namespace gw::kmsg {
+namespace {
+
+template <typename T>
+nlohmann::json OrNull(const Opt<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json TextOrNull(const Opt<std::string>& v) {
+  return v ? nlohmann::json(ToValidUtf8(*v)) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json EventToJson(const KernelEvent& ev) {
+  nlohmann::json j = {
+      {"time_unix_ms", OrNull(ev.time_unix_ms)},
+      {"monotonic_s", OrNull(ev.monotonic_s)},
+      {"kind", ev.kind},
+      {"pci_bus_id", TextOrNull(ev.pci_bus_id)},
+      {"xid", OrNull(ev.xid)},
+      {"pid", OrNull(ev.pid)},
+      {"process_name", TextOrNull(ev.process_name)},
+      {"gpu_instance", OrNull(ev.gpu_instance)},
+      {"compute_instance", OrNull(ev.compute_instance)},
+      {"detail", ToValidUtf8(ev.detail)},
+      {"source", ToValidUtf8(ev.source)},
+      {"boot_id", ToValidUtf8(ev.boot_id)},
+      {"raw", ToValidUtf8(ev.raw)},
+  };
+  if (ev.xid) {
+    const XidAssessment a = AssessXid(ev);
+    j["catalog"] = {
+        {"attributed_xid", a.attributed_xid},
+        {"known", a.info.known},
+        {"name", a.info.name},
+        {"mnemonic", a.info.mnemonic},
+        {"cause", CauseClassName(a.info.cause)},
+        {"action", XidActionName(a.recovery_action.value_or(a.info.action))},
+        {"actor", ActorName(a.info.actor)},
+        {"hardware_fault", a.info.hardware_fault},
+        {"advice", a.info.advice},
+    };
+  }
+  return j;
+}
+
+nlohmann::json EventsToJson(const std::vector<KernelEvent>& events) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& ev : events) arr.push_back(EventToJson(ev));
+  return arr;
+}
+
+}  // namespace gw::kmsg

@@ -1,0 +1,672 @@
+#include "nvml/nvml_collector.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <span>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "nvml/process_info.h"
+
+namespace gw::nvml {
+namespace {
+
+// What Call returns when it did not call (stopped, or the GPU is lost). Not an
+// NVML code, so no caller can mistake it for an answer.
+constexpr nvmlReturn_t kSkipped = -1;
+
+// Retries when a process list grows between the sizing call and the read.
+constexpr int kListAttempts = 3;
+// Extra room for processes that start between those two calls.
+constexpr unsigned kListSlack = 8;
+// More entries than any driver lists is a garbage count: never allocate for it.
+constexpr unsigned kMaxListEntries = 1u << 16;
+// Likewise for the GPU count (NVML handles at most a few dozen per host).
+constexpr unsigned kMaxGpus = 1024;
+
+std::string FromBuffer(const char* buffer, size_t size) {
+  return std::string(buffer, strnlen(buffer, size));
+}
+
+Opt<uint64_t> KnownBytes(unsigned long long value) {
+  if (value == NVML_VALUE_NOT_AVAILABLE_ULL) return std::nullopt;
+  return value;
+}
+
+Opt<unsigned> KnownInstance(unsigned value) {
+  if (value == NVML_VALUE_NOT_AVAILABLE_UINT) return std::nullopt;
+  return value;
+}
+
+Opt<ComputeMode> ToComputeMode(nvmlComputeMode_t mode) {
+  switch (mode) {
+    case NVML_COMPUTEMODE_DEFAULT:
+      return ComputeMode::kDefault;
+    case NVML_COMPUTEMODE_EXCLUSIVE_THREAD:
+      return ComputeMode::kExclusiveThread;
+    case NVML_COMPUTEMODE_PROHIBITED:
+      return ComputeMode::kProhibited;
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS:
+      return ComputeMode::kExclusiveProcess;
+    default:
+      return std::nullopt;
+  }
+}
+
+Opt<TopologyLevel> ToTopologyLevel(nvmlGpuTopologyLevel_t level) {
+  switch (level) {
+    case NVML_TOPOLOGY_INTERNAL:
+      return TopologyLevel::kInternal;
+    case NVML_TOPOLOGY_SINGLE:
+      return TopologyLevel::kSingle;
+    case NVML_TOPOLOGY_MULTIPLE:
+      return TopologyLevel::kMultiple;
+    case NVML_TOPOLOGY_HOSTBRIDGE:
+      return TopologyLevel::kHostBridge;
+    case NVML_TOPOLOGY_NODE:
+      return TopologyLevel::kNode;
+    case NVML_TOPOLOGY_SYSTEM:
+      return TopologyLevel::kSystem;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+// Calls api_.name(args...) through Call, tagged with its entry point, so the
+// entry point named in progress and messages cannot drift from the one called.
+#define GW_NVML(name, ...) Call(EntryPoint::k##name, [&] { return api_.name(__VA_ARGS__); })
+
+NvmlCollector::NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer)
+    : api_(api), options_(options), observer_(observer) {}
+
+template <typename F>
+nvmlReturn_t NvmlCollector::Call(EntryPoint ep, F&& call) {
+  last_ep_ = ep;
+  if (stopped_ || gpu_lost_) return kSkipped;
+  if (observer_ != nullptr && !observer_->BeforeCall(ep, scope_gpu_, scope_other_gpu_)) {
+    stopped_ = true;
+    return kSkipped;
+  }
+  nvmlReturn_t result = call();
+  if (observer_ != nullptr) observer_->AfterCall();
+  return result;
+}
+
+ProbeError NvmlCollector::MakeError(nvmlReturn_t result) const {
+  ProbeError error;
+  error.source = "nvml";
+  error.code = ErrorCodeFor(result);
+  std::string where = api_.SymbolName(last_ep_);
+  if (scope_gpu_ && scope_other_gpu_) {
+    where += fmt::format(" on GPU {} and GPU {}", *scope_gpu_, *scope_other_gpu_);
+  } else if (scope_gpu_) {
+    where += fmt::format(" on GPU {}", *scope_gpu_);
+  }
+  error.message = fmt::format("{}: {}", where, ErrorText(api_, result));
+  error.gpu_index = scope_gpu_;
+  error.nvml_return = result;
+  return error;
+}
+
+bool NvmlCollector::Ok(nvmlReturn_t result) {
+  if (result == NVML_SUCCESS) return true;
+  if (result == kSkipped || IsUnavailable(result)) return false;
+  ProbeError error = MakeError(result);
+  if (result == NVML_ERROR_GPU_IS_LOST && gpu_ != nullptr) {
+    // Every further call on a lost GPU answers the same, slowly on real
+    // hardware: stop asking it.
+    gpu_lost_ = true;
+    gpu_->unreachable = error;
+  }
+  snapshot_->errors.push_back(std::move(error));
+  return false;
+}
+
+bool NvmlCollector::Initialize(Snapshot* snapshot) {
+  snapshot_ = snapshot;
+  nvmlReturn_t result = GW_NVML(Init);
+  if (result == NVML_SUCCESS) return true;
+  if (result == NVML_ERROR_FUNCTION_NOT_FOUND) {
+    // Loadable, but it exports neither nvmlInit_v2 nor nvmlInit.
+    snapshot->errors.push_back(
+        ProbeError{"nvml", "library_not_found",
+                   "the NVML library exports neither nvmlInit_v2 nor nvmlInit: not an NVML library",
+                   std::nullopt, result});
+  } else if (result != kSkipped) {
+    snapshot->errors.push_back(
+        InitFailure(result, ErrorText(api_, result), api_.SymbolName(EntryPoint::kInit)));
+  }
+  return false;
+}
+
+void NvmlCollector::Shutdown() {
+  // Not through Call: it must run even when the observer stopped us, and
+  // nothing waits on its answer.
+  api_.Shutdown();
+}
+
+void NvmlCollector::Collect(Snapshot* snapshot) {
+  snapshot_ = snapshot;
+  ReadSystem();
+  if (!snapshot->system.gpu_count) return;
+
+  const unsigned count = *snapshot->system.gpu_count;
+  if (count > kMaxGpus) {
+    snapshot->errors.push_back(
+        ProbeError{"nvml", "nvml_error",
+                   fmt::format("{} reported {} GPUs; not believed",
+                               api_.SymbolName(EntryPoint::kDeviceGetCount), count),
+                   std::nullopt, std::nullopt});
+    return;
+  }
+  snapshot->gpus.resize(count);
+  for (unsigned i = 0; i < count; ++i) snapshot->gpus[i].index = i;
+
+  std::vector<GpuExtras> extras(count);
+  for (unsigned i = 0; i < count && !stopped_; ++i) {
+    Gpu& gpu = snapshot->gpus[i];
+    gpu_ = &gpu;
+    scope_gpu_ = i;
+    gpu_lost_ = false;
+    nvmlDevice_t handle = nullptr;
+    nvmlReturn_t result = GW_NVML(DeviceGetHandleByIndex, i, &handle);
+    if (result == NVML_SUCCESS) {
+      extras[i].handle = handle;
+      ReadGpu(gpu, extras[i]);
+    } else if (result != kSkipped) {
+      // Any handle failure (lost, no permission, insufficient power, unknown)
+      // leaves nothing to ask this GPU; the count still includes it.
+      ProbeError error = MakeError(result);
+      gpu.unreachable = error;
+      snapshot->errors.push_back(std::move(error));
+    }
+    if (gpu_lost_) extras[i].handle = nullptr;
+    if (!stopped_ && observer_ != nullptr) observer_->GpuDone(i);
+  }
+  gpu_ = nullptr;
+  scope_gpu_.reset();
+  gpu_lost_ = false;
+  if (!stopped_) ReadTopology(extras);
+}
+
+void NvmlCollector::ReadSystem() {
+  SystemInfo& system = snapshot_->system;
+  char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+  if (Ok(GW_NVML(SystemGetDriverVersion, buffer, sizeof(buffer)))) {
+    system.driver_version = FromBuffer(buffer, sizeof(buffer));
+  }
+  char nvml_version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};
+  if (Ok(GW_NVML(SystemGetNVMLVersion, nvml_version, sizeof(nvml_version)))) {
+    system.nvml_version = FromBuffer(nvml_version, sizeof(nvml_version));
+  }
+  int cuda = 0;
+  nvmlReturn_t result = GW_NVML(SystemGetCudaDriverVersion, &cuda);
+  if (result == NVML_SUCCESS ||
+      (result != kSkipped && Ok(GW_NVML(SystemGetCudaDriverVersionV2, &cuda)))) {
+    system.cuda_driver_version = cuda;
+  }
+  unsigned count = 0;
+  if (Ok(GW_NVML(DeviceGetCount, &count))) system.gpu_count = count;
+}
+
+void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
+  nvmlDevice_t h = extras.handle;
+  // Identity first, then what users look at most (memory, utilisation,
+  // processes), so a probe cut short by its deadline still has those.
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+  if (Ok(GW_NVML(DeviceGetName, h, name, sizeof(name)))) gpu.name = FromBuffer(name, sizeof(name));
+  char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+  if (Ok(GW_NVML(DeviceGetUUID, h, uuid, sizeof(uuid)))) gpu.uuid = FromBuffer(uuid, sizeof(uuid));
+  nvmlPciInfo_t pci{};
+  if (Ok(GW_NVML(DeviceGetPciInfo, h, &pci))) {
+    gpu.pci_bus_id = FromBuffer(pci.busId, sizeof(pci.busId));
+    gpu.pci_device_id = pci.pciDeviceId;
+    extras.pci = PciAddress{pci.domain, pci.bus, pci.device};
+  }
+  char serial[NVML_DEVICE_SERIAL_BUFFER_SIZE] = {};
+  if (Ok(GW_NVML(DeviceGetSerial, h, serial, sizeof(serial)))) {
+    gpu.serial = FromBuffer(serial, sizeof(serial));
+  }
+  unsigned minor = 0;
+  if (Ok(GW_NVML(DeviceGetMinorNumber, h, &minor))) gpu.minor_number = minor;
+
+  ReadMemory(gpu, h);
+  nvmlUtilization_t utilization{};
+  if (Ok(GW_NVML(DeviceGetUtilizationRates, h, &utilization))) {
+    gpu.utilization_gpu_pct = utilization.gpu;
+    gpu.utilization_memory_pct = utilization.memory;
+  }
+  ReadProcesses(gpu, h);
+
+  unsigned value = 0;
+  if (Ok(GW_NVML(DeviceGetTemperature, h, NVML_TEMPERATURE_GPU, &value))) {
+    gpu.temperature_c = static_cast<int>(value);
+  }
+  if (Ok(GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &value))) {
+    gpu.temperature_slowdown_c = static_cast<int>(value);
+  }
+  if (Ok(GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &value))) {
+    gpu.temperature_shutdown_c = static_cast<int>(value);
+  }
+  if (Ok(GW_NVML(DeviceGetFanSpeed, h, &value))) gpu.fan_speed_pct = value;
+  if (Ok(GW_NVML(DeviceGetPowerUsage, h, &value))) gpu.power_draw_w = value / 1000.0;
+  // The enforced limit is what clocks obey; the management limit is the same
+  // on boards that do not report the former.
+  nvmlReturn_t result = GW_NVML(DeviceGetEnforcedPowerLimit, h, &value);
+  if (result == NVML_SUCCESS ||
+      (IsUnavailable(result) && Ok(GW_NVML(DeviceGetPowerManagementLimit, h, &value)))) {
+    gpu.power_limit_w = value / 1000.0;
+  } else {
+    Ok(result);
+  }
+
+  struct ClockField {
+    nvmlClockType_t type;
+    Opt<unsigned> Clocks::*current;
+    Opt<unsigned> Clocks::*max;
+  };
+  static constexpr ClockField kClockFields[] = {
+      {NVML_CLOCK_GRAPHICS, &Clocks::graphics_mhz, &Clocks::max_graphics_mhz},
+      {NVML_CLOCK_SM, &Clocks::sm_mhz, &Clocks::max_sm_mhz},
+      {NVML_CLOCK_MEM, &Clocks::memory_mhz, &Clocks::max_memory_mhz},
+      {NVML_CLOCK_VIDEO, &Clocks::video_mhz, nullptr},
+  };
+  for (const ClockField& field : kClockFields) {
+    if (Ok(GW_NVML(DeviceGetClockInfo, h, field.type, &value))) gpu.clocks.*field.current = value;
+  }
+  for (const ClockField& field : kClockFields) {
+    if (field.max == nullptr) continue;
+    if (Ok(GW_NVML(DeviceGetMaxClockInfo, h, field.type, &value))) gpu.clocks.*field.max = value;
+  }
+  nvmlPstates_t pstate = NVML_PSTATE_UNKNOWN;
+  if (Ok(GW_NVML(DeviceGetPerformanceState, h, &pstate)) && pstate >= 0 && pstate <= 15) {
+    gpu.pstate = static_cast<unsigned>(pstate);
+  }
+  unsigned long long reasons = 0;
+  if (Ok(GW_NVML(DeviceGetCurrentClocksEventReasons, h, &reasons))) {
+    gpu.clock_event_reasons = reasons;
+  }
+  if (Ok(GW_NVML(DeviceGetSupportedClocksEventReasons, h, &reasons))) {
+    gpu.clock_event_reasons_supported = reasons;
+  }
+
+  nvmlEnableState_t state = NVML_FEATURE_DISABLED;
+  if (Ok(GW_NVML(DeviceGetPersistenceMode, h, &state))) {
+    gpu.persistence_mode = state == NVML_FEATURE_ENABLED;
+  }
+  nvmlComputeMode_t mode = NVML_COMPUTEMODE_DEFAULT;
+  if (Ok(GW_NVML(DeviceGetComputeMode, h, &mode))) gpu.compute_mode = ToComputeMode(mode);
+  unsigned mig_current = 0, mig_pending = 0;
+  if (Ok(GW_NVML(DeviceGetMigMode, h, &mig_current, &mig_pending))) {
+    gpu.mig_mode_current = mig_current == NVML_DEVICE_MIG_ENABLE;
+    gpu.mig_mode_pending = mig_pending == NVML_DEVICE_MIG_ENABLE;
+  }
+
+  ReadHealth(gpu, h);
+  ReadPcie(gpu, h);
+  ReadNvLinks(gpu, extras);
+}
+
+void NvmlCollector::ReadMemory(Gpu& gpu, nvmlDevice_t h) {
+  nvmlMemory_v2_t memory{};
+  memory.version = nvmlMemory_v2;
+  nvmlReturn_t result = GW_NVML(DeviceGetMemoryInfoV2, h, &memory);
+  if (result == NVML_SUCCESS) {
+    gpu.memory.total_bytes = memory.total;
+    gpu.memory.reserved_bytes = memory.reserved;
+    gpu.memory.free_bytes = memory.free;
+    gpu.memory.used_bytes = memory.used;
+    return;
+  }
+  // Drivers before R510 lack v2; some answer a version they do not know with
+  // ARGUMENT_VERSION_MISMATCH. v1 folds `reserved` into `used`.
+  if (IsUnavailable(result) || result == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+    nvmlMemory_t v1{};
+    if (Ok(GW_NVML(DeviceGetMemoryInfo, h, &v1))) {
+      gpu.memory.total_bytes = v1.total;
+      gpu.memory.free_bytes = v1.free;
+      gpu.memory.used_bytes = v1.used;
+    }
+    return;
+  }
+  Ok(result);
+}
+
+NvmlCollector::ProcessList NvmlCollector::ReadProcessList(nvmlDevice_t h, bool graphics) {
+  ProcessList list;
+  auto call = [&](unsigned* count, nvmlProcessInfo_t* infos) {
+    return graphics ? GW_NVML(DeviceGetGraphicsRunningProcesses, h, count, infos)
+                    : GW_NVML(DeviceGetComputeRunningProcesses, h, count, infos);
+  };
+  unsigned needed = 0;
+  nvmlReturn_t result = call(&needed, nullptr);
+  if (result == NVML_ERROR_FUNCTION_NOT_FOUND) return ReadProcessListV1(h, graphics);
+  if (result == NVML_SUCCESS && needed == 0) {
+    list.read = true;
+    return list;
+  }
+  // The buffer is uint64_t-backed for alignment and sized for the largest
+  // stride the guard decodes, since the driver may write more than 24 bytes
+  // per entry (process_info.h).
+  std::vector<uint64_t> storage;
+  for (int attempt = 0; attempt < kListAttempts; ++attempt) {
+    if (result != NVML_SUCCESS && result != NVML_ERROR_INSUFFICIENT_SIZE) break;
+    if (needed > kMaxListEntries) break;
+    const unsigned capacity = needed + kListSlack;
+    const size_t bytes = static_cast<size_t>(capacity) * kMaxProcessInfoStride;
+    storage.assign(bytes / sizeof(uint64_t), 0);
+    std::memset(storage.data(), kProcessInfoSentinel, bytes);
+    unsigned count = capacity;
+    result = call(&count, reinterpret_cast<nvmlProcessInfo_t*>(storage.data()));
+    if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+      needed = std::max(count, capacity * 2);
+      continue;
+    }
+    if (result != NVML_SUCCESS) break;
+    auto decoded = DecodeProcessInfoBuffer(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(storage.data()), bytes),
+        std::min(count, capacity), kProcessInfoSentinel);
+    if (!decoded.ok()) {
+      snapshot_->errors.push_back(
+          ProbeError{"nvml", decoded.error().code,
+                     fmt::format("{} on GPU {}: {}", api_.SymbolName(last_ep_),
+                                 scope_gpu_.value_or(0), decoded.error().message),
+                     scope_gpu_, std::nullopt});
+      list.failed = true;
+      return list;
+    }
+    for (const RawProcessInfo& raw : decoded->entries) {
+      list.processes.push_back({raw.pid, KnownBytes(raw.used_gpu_memory),
+                                KnownInstance(raw.gpu_instance_id),
+                                KnownInstance(raw.compute_instance_id)});
+    }
+    list.read = true;
+    return list;
+  }
+  if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+    // The list kept growing faster than we could size it.
+    Ok(NVML_ERROR_INSUFFICIENT_SIZE);
+    list.failed = true;
+  } else if (!Ok(result) && result != kSkipped && !IsUnavailable(result)) {
+    list.failed = true;
+  }
+  return list;
+}
+
+NvmlCollector::ProcessList NvmlCollector::ReadProcessListV1(nvmlDevice_t h, bool graphics) {
+  ProcessList list;
+  auto call = [&](unsigned* count, nvmlProcessInfo_v1_t* infos) {
+    return graphics ? GW_NVML(DeviceGetGraphicsRunningProcessesV1, h, count, infos)
+                    : GW_NVML(DeviceGetComputeRunningProcessesV1, h, count, infos);
+  };
+  unsigned needed = 0;
+  nvmlReturn_t result = call(&needed, nullptr);
+  if (result == NVML_SUCCESS && needed == 0) {
+    list.read = true;
+    return list;
+  }
+  std::vector<nvmlProcessInfo_v1_t> infos;
+  for (int attempt = 0; attempt < kListAttempts; ++attempt) {
+    if (result != NVML_SUCCESS && result != NVML_ERROR_INSUFFICIENT_SIZE) break;
+    if (needed > kMaxListEntries) break;
+    const unsigned capacity = needed + kListSlack;
+    infos.assign(capacity, nvmlProcessInfo_v1_t{});
+    unsigned count = capacity;
+    result = call(&count, infos.data());
+    if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+      needed = std::max(count, capacity * 2);
+      continue;
+    }
+    if (result != NVML_SUCCESS) break;
+    for (unsigned i = 0; i < std::min(count, capacity); ++i) {
+      if (!IsPlausiblePid(infos[i].pid)) continue;
+      list.processes.push_back(
+          {infos[i].pid, KnownBytes(infos[i].usedGpuMemory), std::nullopt, std::nullopt});
+    }
+    list.read = true;
+    return list;
+  }
+  if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+    Ok(NVML_ERROR_INSUFFICIENT_SIZE);
+    list.failed = true;
+  } else if (!Ok(result) && result != kSkipped && !IsUnavailable(result)) {
+    list.failed = true;
+  }
+  return list;
+}
+
+void NvmlCollector::ReadProcesses(Gpu& gpu, nvmlDevice_t h) {
+  ProcessList compute = ReadProcessList(h, /*graphics=*/false);
+  ProcessList graphics = ReadProcessList(h, /*graphics=*/true);
+  gpu.processes_known = (compute.read || graphics.read) && !compute.failed && !graphics.failed;
+
+  // Merge by PID: a process with both kinds of context is listed twice.
+  std::vector<GpuProcess> merged;
+  std::map<uint32_t, size_t> position;
+  auto add = [&](const ListedProcess& p, GpuProcessType type) {
+    auto [it, inserted] = position.try_emplace(p.pid, merged.size());
+    if (!inserted) {
+      GpuProcess& existing = merged[it->second];
+      if (existing.type != type) existing.type = GpuProcessType::kComputeAndGraphics;
+      if (p.used_bytes &&
+          (!existing.used_memory_bytes || *p.used_bytes > *existing.used_memory_bytes)) {
+        existing.used_memory_bytes = p.used_bytes;
+      }
+      return;
+    }
+    GpuProcess process;
+    process.pid = static_cast<pid_t>(p.pid);
+    process.type = type;
+    process.used_memory_bytes = p.used_bytes;
+    process.gpu_instance_id = p.gpu_instance_id;
+    process.compute_instance_id = p.compute_instance_id;
+    merged.push_back(std::move(process));
+  };
+  for (const ListedProcess& p : compute.processes) add(p, GpuProcessType::kCompute);
+  for (const ListedProcess& p : graphics.processes) add(p, GpuProcessType::kGraphics);
+  gpu.processes = std::move(merged);
+  if (gpu.processes.empty()) return;
+
+  // Per-process SM/memory utilisation. A PID missing from samples the driver
+  // does give means it did not run in that window: 0 % (nvitop's rule). No
+  // samples at all (unsupported, e.g. MIG) leaves it unknown.
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  unsigned count = 0;
+  const unsigned long long since = options_.process_samples_since_us;
+  nvmlReturn_t result = GW_NVML(DeviceGetProcessUtilization, h, nullptr, &count, since);
+  bool have_samples = result == NVML_ERROR_NOT_FOUND || (result == NVML_SUCCESS && count == 0);
+  for (int attempt = 0; attempt < kListAttempts && !have_samples; ++attempt) {
+    if (result != NVML_SUCCESS && result != NVML_ERROR_INSUFFICIENT_SIZE) break;
+    if (count > kMaxListEntries) break;
+    const unsigned capacity = count + kListSlack;
+    samples.assign(capacity, nvmlProcessUtilizationSample_t{});
+    count = capacity;
+    result = GW_NVML(DeviceGetProcessUtilization, h, samples.data(), &count, since);
+    if (result == NVML_SUCCESS) {
+      samples.resize(std::min(count, capacity));
+      have_samples = true;
+    } else if (result == NVML_ERROR_NOT_FOUND) {
+      samples.clear();
+      have_samples = true;
+    } else if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+      count = std::max(count, capacity * 2);
+    }
+  }
+  if (!have_samples) {
+    if (result != NVML_ERROR_INSUFFICIENT_SIZE) Ok(result);
+    return;
+  }
+  // The driver keeps several samples per process; the newest wins.
+  std::map<uint32_t, const nvmlProcessUtilizationSample_t*> latest;
+  for (const auto& sample : samples) {
+    auto& slot = latest[sample.pid];
+    if (slot == nullptr || sample.timeStamp > slot->timeStamp) slot = &sample;
+  }
+  for (GpuProcess& process : gpu.processes) {
+    auto it = latest.find(static_cast<uint32_t>(process.pid));
+    process.sm_util_pct = it == latest.end() ? 0u : it->second->smUtil;
+    process.mem_util_pct = it == latest.end() ? 0u : it->second->memUtil;
+  }
+}
+
+void NvmlCollector::ReadHealth(Gpu& gpu, nvmlDevice_t h) {
+  nvmlEnableState_t current = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
+  if (Ok(GW_NVML(DeviceGetEccMode, h, &current, &pending))) {
+    gpu.ecc.mode_current = current == NVML_FEATURE_ENABLED;
+    gpu.ecc.mode_pending = pending == NVML_FEATURE_ENABLED;
+  }
+  struct EccField {
+    nvmlMemoryErrorType_t type;
+    nvmlEccCounterType_t counter;
+    Opt<uint64_t> EccInfo::*field;
+  };
+  static constexpr EccField kEccFields[] = {
+      {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &EccInfo::volatile_corrected},
+      {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &EccInfo::volatile_uncorrected},
+      {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, &EccInfo::aggregate_corrected},
+      {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &EccInfo::aggregate_uncorrected},
+  };
+  for (const EccField& f : kEccFields) {
+    unsigned long long errors = 0;
+    if (Ok(GW_NVML(DeviceGetTotalEccErrors, h, f.type, f.counter, &errors))) {
+      gpu.ecc.*f.field = errors;
+    }
+  }
+
+  struct RetiredField {
+    nvmlPageRetirementCause_t cause;
+    Opt<uint64_t> RetiredPages::*field;
+  };
+  static constexpr RetiredField kRetiredFields[] = {
+      {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, &RetiredPages::single_bit},
+      {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &RetiredPages::double_bit},
+  };
+  for (const RetiredField& f : kRetiredFields) {
+    // Asked with no buffer: the count comes back with SUCCESS (none) or
+    // INSUFFICIENT_SIZE (some).
+    unsigned pages = 0;
+    nvmlReturn_t result = GW_NVML(DeviceGetRetiredPages, h, f.cause, &pages, nullptr);
+    if (result == NVML_SUCCESS || result == NVML_ERROR_INSUFFICIENT_SIZE) {
+      gpu.retired_pages.*f.field = pages;
+    } else {
+      Ok(result);
+    }
+  }
+  nvmlEnableState_t retirement_pending = NVML_FEATURE_DISABLED;
+  if (Ok(GW_NVML(DeviceGetRetiredPagesPendingStatus, h, &retirement_pending))) {
+    gpu.retired_pages.pending = retirement_pending == NVML_FEATURE_ENABLED;
+  }
+
+  unsigned correctable = 0, uncorrectable = 0, remap_pending = 0, failure = 0;
+  if (Ok(GW_NVML(DeviceGetRemappedRows, h, &correctable, &uncorrectable, &remap_pending,
+                 &failure))) {
+    gpu.remapped_rows.correctable = correctable;
+    gpu.remapped_rows.uncorrectable = uncorrectable;
+    gpu.remapped_rows.pending = remap_pending != 0;
+    gpu.remapped_rows.failure = failure != 0;
+  }
+}
+
+void NvmlCollector::ReadPcie(Gpu& gpu, nvmlDevice_t h) {
+  unsigned value = 0;
+  if (Ok(GW_NVML(DeviceGetCurrPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_current = value;
+  if (Ok(GW_NVML(DeviceGetMaxPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_max = value;
+  if (Ok(GW_NVML(DeviceGetGpuMaxPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_gpu_max = value;
+  if (Ok(GW_NVML(DeviceGetCurrPcieLinkWidth, h, &value))) gpu.pcie.link_width_current = value;
+  if (Ok(GW_NVML(DeviceGetMaxPcieLinkWidth, h, &value))) gpu.pcie.link_width_max = value;
+  if (Ok(GW_NVML(DeviceGetPcieReplayCounter, h, &value))) gpu.pcie.replay_counter = value;
+}
+
+void NvmlCollector::ReadNvLinks(Gpu& gpu, GpuExtras& extras) {
+  nvmlDevice_t h = extras.handle;
+  bool remote_known = true;
+  for (unsigned link = 0; link < kMaxNvLinks; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    nvmlReturn_t result = GW_NVML(DeviceGetNvLinkState, h, link, &active);
+    // Past the GPU's last link the answer is INVALID_ARGUMENT (or
+    // NOT_SUPPORTED): that ends the list, it is not an error.
+    if (result == NVML_ERROR_INVALID_ARGUMENT || IsUnavailable(result)) break;
+    if (!Ok(result)) break;
+    gpu.nvlinks.push_back({link, active == NVML_FEATURE_ENABLED});
+    if (active != NVML_FEATURE_ENABLED || !remote_known) continue;
+    nvmlPciInfo_t remote{};
+    result = GW_NVML(DeviceGetNvLinkRemotePciInfo, h, link, &remote);
+    if (result == NVML_SUCCESS) {
+      extras.nvlink_remotes.push_back({remote.domain, remote.bus, remote.device});
+    } else if (result != NVML_ERROR_NOT_SUPPORTED) {
+      // Missing from this library, or failing: stop asking for every link.
+      // (NOT_SUPPORTED only means this link's far end is unknown.)
+      Ok(result);
+      remote_known = false;
+    }
+  }
+}
+
+void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
+  auto links_between = [&](size_t from, size_t to) {
+    if (!extras[to].pci) return 0u;
+    return static_cast<unsigned>(std::count(extras[from].nvlink_remotes.begin(),
+                                            extras[from].nvlink_remotes.end(), *extras[to].pci));
+  };
+  for (size_t a = 0; a < extras.size(); ++a) {
+    if (extras[a].handle == nullptr) continue;
+    for (size_t b = a + 1; b < extras.size(); ++b) {
+      if (extras[b].handle == nullptr || stopped_) continue;
+      scope_gpu_ = static_cast<unsigned>(a);
+      scope_other_gpu_ = static_cast<unsigned>(b);
+      nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
+      if (!Ok(GW_NVML(DeviceGetTopologyCommonAncestor, extras[a].handle, extras[b].handle,
+                      &level))) {
+        continue;
+      }
+      Opt<TopologyLevel> known = ToTopologyLevel(level);
+      if (!known) continue;
+      TopologyLink link;
+      link.gpu_a = static_cast<unsigned>(a);
+      link.gpu_b = static_cast<unsigned>(b);
+      link.level = *known;
+      // Each side sees the same links; take the side that could name them.
+      link.nvlinks = std::max(links_between(a, b), links_between(b, a));
+      snapshot_->topology.push_back(link);
+    }
+  }
+  scope_gpu_.reset();
+  scope_other_gpu_.reset();
+}
+
+#undef GW_NVML
+
+ProbeError InitFailure(nvmlReturn_t result, const std::string& error_text, const char* symbol) {
+  ProbeError error;
+  error.source = "nvml";
+  error.code = ErrorCodeFor(result);
+  error.nvml_return = result;
+  switch (result) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      error.message =
+          "Failed to initialize NVML: Driver Not Loaded (the NVIDIA kernel module is not "
+          "loaded: check `lsmod | grep nvidia` and the kernel log)";
+      break;
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      error.message =
+          "Failed to initialize NVML: Driver/library version mismatch (the NVIDIA driver "
+          "packages were most likely upgraded without a reboot; reboot, or reload the nvidia "
+          "kernel modules, to load the matching kernel module)";
+      break;
+    case NVML_ERROR_NO_PERMISSION:
+      error.message = fmt::format(
+          "Failed to initialize NVML: {} (can this user open /dev/nvidiactl?)", error_text);
+      break;
+    default:
+      error.message =
+          fmt::format("Failed to initialize NVML: {} ({} returned {})", error_text, symbol, result);
+      break;
+  }
+  return error;
+}
+
+}  // namespace gw::nvml

@@ -1,0 +1,138 @@
+// NvmlCollector: reads everything gpuwarden wants from NVML into a Snapshot —
+// system versions, every GPU field by field, the process lists, NVLink and
+// topology — through an NvmlApi, on the calling thread.
+//
+// Contract for values: a query answered NOT_SUPPORTED, FUNCTION_NOT_FOUND or
+// NO_PERMISSION leaves its field nullopt (never 0) and is not an error. Any
+// other failure also leaves the field nullopt and appends a ProbeError (source
+// "nvml", code from ErrorCodeFor, message "<symbol> on GPU <i>: <NVML text>").
+// A GPU whose handle cannot be had, or that answers GPU_IS_LOST, gets
+// Gpu::unreachable (the same error is also in Snapshot::errors) and is not
+// asked again; the other GPUs are still read.
+//
+// It never blocks by itself; the calls into NVML may (a wedged driver). The
+// probe (probe.h) runs it on a worker thread and watches it through a
+// CallObserver, which sees every call before it is made.
+#ifndef GPUWARDEN_NVML_NVML_COLLECTOR_H_
+#define GPUWARDEN_NVML_NVML_COLLECTOR_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+#include "nvml/entry_points.h"
+#include "nvml/nvml_api.h"
+
+namespace gw::nvml {
+
+// NVLink indices probed per GPU, at most (the header constant grew 12 → 18 → 36).
+inline constexpr unsigned kMaxNvLinks = 36;
+
+struct CollectorOptions {
+  // lastSeenTimeStamp for nvmlDeviceGetProcessUtilization (CPU µs): only
+  // samples newer than this count. 0 = everything the driver still holds.
+  uint64_t process_samples_since_us = 0;
+};
+
+// Sees every NVML call the collector makes. The probe uses it to publish
+// progress (it holds the snapshot's lock except while a call is in flight) and
+// to name the call that did not return.
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  // Before each call: the entry point and the GPU(s) it concerns. Returning
+  // false stops the collector: this call and every later one are skipped
+  // (except Shutdown).
+  virtual bool BeforeCall(EntryPoint ep, std::optional<unsigned> gpu,
+                          std::optional<unsigned> other_gpu) = 0;
+  // After each call made.
+  virtual void AfterCall() = 0;
+  // Everything about GPU `index` has been read, or given up on.
+  virtual void GpuDone(unsigned index) {}
+};
+
+class NvmlCollector {
+ public:
+  // `api` and `observer` (may be null) must outlive the collector.
+  NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer = nullptr);
+
+  // nvmlInit (v2, falling back to v1). On failure appends the ProbeError of
+  // InitFailure to snapshot->errors and returns false; NVML must then not be
+  // shut down.
+  bool Initialize(Snapshot* snapshot);
+
+  // Reads system info, then GPU by GPU, then topology, into *snapshot.
+  // REQUIRES: Initialize succeeded.
+  void Collect(Snapshot* snapshot);
+
+  // nvmlShutdown, balancing a successful Initialize. Made even after the
+  // observer stopped the collector, so NVML's reference count stays right.
+  void Shutdown();
+
+  // True once the observer asked to stop.
+  bool stopped() const { return stopped_; }
+
+ private:
+  struct PciAddress {
+    unsigned domain = 0, bus = 0, device = 0;
+    bool operator==(const PciAddress&) const = default;
+  };
+  struct ListedProcess {
+    uint32_t pid = 0;
+    std::optional<uint64_t> used_bytes;
+    std::optional<unsigned> gpu_instance_id;
+    std::optional<unsigned> compute_instance_id;
+  };
+  struct ProcessList {
+    bool read = false;    // The list was read (possibly empty).
+    bool failed = false;  // A real error (not "unsupported") was recorded.
+    std::vector<ListedProcess> processes;
+  };
+  struct GpuExtras {  // What topology needs from the per-GPU pass.
+    nvmlDevice_t handle = nullptr;
+    std::optional<PciAddress> pci;
+    std::vector<PciAddress> nvlink_remotes;  // Remote end of each active link, when known.
+  };
+
+  template <typename F>
+  nvmlReturn_t Call(EntryPoint ep, F&& call);
+  // True on SUCCESS. Otherwise records what the answer means (nothing for
+  // "unavailable", unreachable for a lost GPU, a ProbeError for the rest).
+  bool Ok(nvmlReturn_t result);
+  ProbeError MakeError(nvmlReturn_t result) const;
+
+  void ReadSystem();
+  void ReadGpu(Gpu& gpu, GpuExtras& extras);
+  void ReadMemory(Gpu& gpu, nvmlDevice_t h);
+  void ReadProcesses(Gpu& gpu, nvmlDevice_t h);
+  ProcessList ReadProcessList(nvmlDevice_t h, bool graphics);
+  ProcessList ReadProcessListV1(nvmlDevice_t h, bool graphics);
+  void ReadHealth(Gpu& gpu, nvmlDevice_t h);
+  void ReadPcie(Gpu& gpu, nvmlDevice_t h);
+  void ReadNvLinks(Gpu& gpu, GpuExtras& extras);
+  void ReadTopology(const std::vector<GpuExtras>& extras);
+
+  NvmlApi& api_;
+  CollectorOptions options_;
+  CallObserver* observer_;
+  Snapshot* snapshot_ = nullptr;
+
+  // The scope of the calls being made, for messages and lost-GPU handling.
+  Gpu* gpu_ = nullptr;
+  std::optional<unsigned> scope_gpu_;
+  std::optional<unsigned> scope_other_gpu_;
+  EntryPoint last_ep_ = EntryPoint::kInit;
+  bool gpu_lost_ = false;
+  bool stopped_ = false;
+};
+
+// The ProbeError for nvmlInit answering `result` (text: NVML's error string).
+// driver_not_loaded and version_mismatch messages start like nvidia-smi's
+// ("Failed to initialize NVML: ...") and add the likely cause.
+ProbeError InitFailure(nvmlReturn_t result, const std::string& error_text, const char* symbol);
+
+}  // namespace gw::nvml
+
+#endif  // GPUWARDEN_NVML_NVML_COLLECTOR_H_

@@ -1,0 +1,369 @@
+// Collector tests against a small in-test fake NvmlApi: the cases that are
+// about the collector's rules (error classes, lost GPUs, the stride guard on
+// the real call path, utilisation samples, NVLink pairing, stopping) rather
+// than about a library. The simulator-backed tests are in nvml_sim_test.cc.
+#include "nvml/nvml_collector.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "nvml/fake_nvml_test_util.h"
+
+namespace gw::nvml {
+namespace {
+
+Snapshot CollectFrom(FakeNvml& fake, CollectorOptions options = {}) {
+  Snapshot snapshot;
+  NvmlCollector collector(fake, options);
+  EXPECT_TRUE(collector.Initialize(&snapshot));
+  collector.Collect(&snapshot);
+  collector.Shutdown();
+  return snapshot;
+}
+
+const GpuProcess* FindProcess(const Gpu& gpu, pid_t pid) {
+  for (const GpuProcess& p : gpu.processes) {
+    if (p.pid == pid) return &p;
+  }
+  return nullptr;
+}
+
+TEST(NvmlCollector, UnsupportedFieldsStayUnknownWithoutErrors) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  Snapshot s = CollectFrom(fake);
+  ASSERT_EQ(s.gpus.size(), 1u);
+  const Gpu& gpu = s.gpus[0];
+  EXPECT_EQ(gpu.name, "Fake GPU 0");
+  EXPECT_EQ(gpu.temperature_c, 45);
+  // Not implemented by the fake: FUNCTION_NOT_FOUND → unknown, never 0.
+  EXPECT_FALSE(gpu.fan_speed_pct.has_value());
+  EXPECT_FALSE(gpu.power_draw_w.has_value());
+  EXPECT_FALSE(gpu.power_limit_w.has_value());
+  EXPECT_FALSE(gpu.utilization_gpu_pct.has_value());
+  EXPECT_FALSE(gpu.clocks.sm_mhz.has_value());
+  EXPECT_FALSE(gpu.pstate.has_value());
+  EXPECT_FALSE(gpu.ecc.volatile_uncorrected.has_value());
+  EXPECT_FALSE(gpu.retired_pages.double_bit.has_value());
+  EXPECT_FALSE(gpu.remapped_rows.pending.has_value());
+  EXPECT_FALSE(gpu.pcie.replay_counter.has_value());
+  EXPECT_FALSE(gpu.serial.has_value());
+  EXPECT_FALSE(gpu.unreachable.has_value());
+  EXPECT_TRUE(gpu.nvlinks.empty());
+  EXPECT_FALSE(s.system.cuda_driver_version.has_value());
+  EXPECT_EQ(s.system.driver_version, "550.90.07");
+  EXPECT_TRUE(s.errors.empty()) << s.errors[0].message;
+  EXPECT_EQ(fake.init_calls, 1);
+  EXPECT_EQ(fake.shutdown_calls, 1);
+}
+
+TEST(NvmlCollector, RealFailureBecomesErrorNamingCallAndGpu) {
+  FakeNvml fake;
+  fake.gpus.resize(2);
+  fake.gpus[1].temperature_result = NVML_ERROR_UNKNOWN;
+  Snapshot s = CollectFrom(fake);
+  EXPECT_EQ(s.gpus[0].temperature_c, 45);
+  EXPECT_FALSE(s.gpus[1].temperature_c.has_value());
+  EXPECT_FALSE(s.gpus[1].unreachable.has_value());
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].source, "nvml");
+  EXPECT_EQ(s.errors[0].code, "nvml_error");
+  EXPECT_EQ(s.errors[0].message, "nvmlDeviceGetTemperature on GPU 1: Unknown Error");
+  EXPECT_EQ(s.errors[0].gpu_index, 1u);
+  EXPECT_EQ(s.errors[0].nvml_return, NVML_ERROR_UNKNOWN);
+}
+
+TEST(NvmlCollector, HandleFailuresMarkOnlyThatGpuUnreachable) {
+  FakeNvml fake;
+  fake.gpus.resize(3);
+  fake.gpus[0].handle_result = NVML_ERROR_NO_PERMISSION;
+  fake.gpus[1].handle_result = NVML_ERROR_GPU_IS_LOST;
+  Snapshot s = CollectFrom(fake);
+  ASSERT_EQ(s.gpus.size(), 3u);
+  ASSERT_TRUE(s.gpus[0].unreachable.has_value());
+  EXPECT_EQ(s.gpus[0].unreachable->code, "no_permission");
+  ASSERT_TRUE(s.gpus[1].unreachable.has_value());
+  EXPECT_EQ(s.gpus[1].unreachable->code, "gpu_lost");
+  EXPECT_EQ(s.gpus[1].unreachable->message, "nvmlDeviceGetHandleByIndex_v2 on GPU 1: GPU is lost");
+  EXPECT_EQ(s.gpus[1].index, 1u);
+  EXPECT_FALSE(s.gpus[1].name.has_value());
+  EXPECT_FALSE(s.gpus[2].unreachable.has_value());
+  EXPECT_EQ(s.gpus[2].name, "Fake GPU 2");
+  EXPECT_EQ(s.system.gpu_count, 3u);
+  // Topology only between GPUs that answer: none here.
+  EXPECT_TRUE(s.topology.empty());
+}
+
+TEST(NvmlCollector, GpuLostMidReadStopsAskingItKeepsWhatWasRead) {
+  FakeNvml fake;
+  fake.gpus.resize(2);
+  fake.gpus[0].lost_after_memory = true;
+  Snapshot s = CollectFrom(fake);
+  const Gpu& lost = s.gpus[0];
+  EXPECT_EQ(lost.name, "Fake GPU 0");
+  EXPECT_EQ(lost.memory.total_bytes, 80ULL << 30);
+  ASSERT_TRUE(lost.unreachable.has_value());
+  EXPECT_EQ(lost.unreachable->code, "gpu_lost");
+  EXPECT_FALSE(lost.temperature_c.has_value());
+  // One call answered GPU_IS_LOST; none after it.
+  EXPECT_EQ(fake.gpus[0].calls_after_lost, 1);
+  EXPECT_EQ(s.gpus[1].temperature_c, 45);
+  EXPECT_FALSE(s.gpus[1].unreachable.has_value());
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].code, "gpu_lost");
+}
+
+TEST(NvmlCollector, MemoryV2WithReservedAndV1Fallbacks) {
+  FakeNvml fake;
+  fake.gpus.resize(3);
+  fake.gpus[1].memory_v2_result = NVML_ERROR_FUNCTION_NOT_FOUND;
+  fake.gpus[2].memory_v2_result = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  Snapshot s = CollectFrom(fake);
+  EXPECT_EQ(s.gpus[0].memory.reserved_bytes, 1ULL << 30);
+  EXPECT_EQ(s.gpus[0].memory.used_bytes, 10ULL << 30);
+  EXPECT_EQ(s.gpus[0].memory.free_bytes, 69ULL << 30);
+  for (unsigned i : {1u, 2u}) {
+    EXPECT_EQ(s.gpus[i].memory.used_bytes, 11ULL << 30) << i;
+    EXPECT_EQ(s.gpus[i].memory.total_bytes, 80ULL << 30) << i;
+    EXPECT_FALSE(s.gpus[i].memory.reserved_bytes.has_value()) << i;
+  }
+  EXPECT_TRUE(s.errors.empty());
+}
+
+TEST(NvmlCollector, ProcessesMergedAcrossListsWithUnknownMemory) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].compute = {{100, 4ULL << 30}, {200, ~0ULL}};
+  fake.gpus[0].graphics = {{200, ~0ULL}, {300, 1ULL << 20}};
+  Snapshot s = CollectFrom(fake);
+  const Gpu& gpu = s.gpus[0];
+  EXPECT_TRUE(gpu.processes_known);
+  ASSERT_EQ(gpu.processes.size(), 3u);
+  const GpuProcess* p100 = FindProcess(gpu, 100);
+  const GpuProcess* p200 = FindProcess(gpu, 200);
+  const GpuProcess* p300 = FindProcess(gpu, 300);
+  ASSERT_TRUE(p100 && p200 && p300);
+  EXPECT_EQ(p100->type, GpuProcessType::kCompute);
+  EXPECT_EQ(p100->used_memory_bytes, 4ULL << 30);
+  EXPECT_EQ(p200->type, GpuProcessType::kComputeAndGraphics);
+  EXPECT_FALSE(p200->used_memory_bytes.has_value());
+  EXPECT_EQ(p300->type, GpuProcessType::kGraphics);
+  EXPECT_FALSE(p100->gpu_instance_id.has_value());
+}
+
+TEST(NvmlCollector, StrideGuardOnTheCallPath) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].stride = 32;
+  fake.gpus[0].compute = {{4242, 70000ULL << 20}, {4243, 1ULL << 30}, {4244, 2ULL << 30}};
+  Snapshot s = CollectFrom(fake);
+  const Gpu& gpu = s.gpus[0];
+  ASSERT_EQ(gpu.processes.size(), 3u);
+  EXPECT_EQ(gpu.processes[0].pid, 4242);
+  EXPECT_EQ(gpu.processes[0].used_memory_bytes, 70000ULL << 20);
+  EXPECT_EQ(gpu.processes[1].pid, 4243);
+  EXPECT_EQ(gpu.processes[2].pid, 4244);
+  EXPECT_EQ(gpu.processes[2].used_memory_bytes, 2ULL << 30);
+}
+
+TEST(NvmlCollector, ProcessListsFallBackToV1) {
+  // A library without the _v2/_v3 process lists: the 16-byte v1 entries.
+  struct V1Only : FakeNvml {
+    nvmlReturn_t DeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned int*,
+                                                  nvmlProcessInfo_t*) override {
+      return NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    nvmlReturn_t DeviceGetGraphicsRunningProcesses(nvmlDevice_t, unsigned int*,
+                                                   nvmlProcessInfo_t*) override {
+      return NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    nvmlReturn_t DeviceGetComputeRunningProcessesV1(nvmlDevice_t, unsigned int* count,
+                                                    nvmlProcessInfo_v1_t* infos) override {
+      if (*count < 2) {
+        *count = 2;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+      }
+      infos[0] = {501, 3ULL << 30};
+      infos[1] = {502, ~0ULL};
+      *count = 2;
+      return NVML_SUCCESS;
+    }
+    nvmlReturn_t DeviceGetGraphicsRunningProcessesV1(nvmlDevice_t, unsigned int* count,
+                                                     nvmlProcessInfo_v1_t*) override {
+      *count = 0;
+      return NVML_SUCCESS;
+    }
+  } fake;
+  fake.gpus.resize(1);
+  Snapshot s = CollectFrom(fake);
+  const Gpu& gpu = s.gpus[0];
+  EXPECT_TRUE(gpu.processes_known);
+  ASSERT_EQ(gpu.processes.size(), 2u);
+  EXPECT_EQ(gpu.processes[0].pid, 501);
+  EXPECT_EQ(gpu.processes[0].used_memory_bytes, 3ULL << 30);
+  EXPECT_EQ(gpu.processes[1].pid, 502);
+  EXPECT_FALSE(gpu.processes[1].used_memory_bytes.has_value());
+  EXPECT_FALSE(gpu.processes[1].gpu_instance_id.has_value());
+  EXPECT_TRUE(s.errors.empty());
+}
+
+TEST(NvmlCollector, ProcessListFailureMeansProcessesUnknown) {
+  struct Failing : FakeNvml {
+    nvmlReturn_t DeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned int*,
+                                                  nvmlProcessInfo_t*) override {
+      return NVML_ERROR_UNKNOWN;
+    }
+  } fake;
+  fake.gpus.resize(1);
+  Snapshot s = CollectFrom(fake);
+  EXPECT_FALSE(s.gpus[0].processes_known);
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].message, "nvmlDeviceGetComputeRunningProcesses_v3 on GPU 0: Unknown Error");
+}
+
+TEST(NvmlCollector, ProcessUtilizationAbsentPidIsZeroWhenSamplesExist) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].compute = {{100, 1}, {200, 1}};
+  nvmlProcessUtilizationSample_t old_sample{100, 10, 5, 6, 0, 0};
+  nvmlProcessUtilizationSample_t new_sample{100, 20, 87, 40, 0, 0};
+  fake.gpus[0].samples = {new_sample, old_sample};
+  Snapshot s = CollectFrom(fake);
+  const Gpu& gpu = s.gpus[0];
+  EXPECT_EQ(FindProcess(gpu, 100)->sm_util_pct, 87u);  // The newest sample.
+  EXPECT_EQ(FindProcess(gpu, 100)->mem_util_pct, 40u);
+  EXPECT_EQ(FindProcess(gpu, 200)->sm_util_pct, 0u);
+  EXPECT_EQ(FindProcess(gpu, 200)->mem_util_pct, 0u);
+}
+
+TEST(NvmlCollector, ProcessUtilizationNoSamplesInWindowIsZero) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].compute = {{100, 1}};
+  fake.gpus[0].samples_result = NVML_ERROR_NOT_FOUND;
+  Snapshot s = CollectFrom(fake);
+  EXPECT_EQ(s.gpus[0].processes[0].sm_util_pct, 0u);
+  EXPECT_TRUE(s.errors.empty());
+}
+
+TEST(NvmlCollector, ProcessUtilizationUnsupportedIsUnknown) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].compute = {{100, 1}};
+  fake.gpus[0].samples_result = NVML_ERROR_NOT_SUPPORTED;
+  Snapshot s = CollectFrom(fake);
+  EXPECT_FALSE(s.gpus[0].processes[0].sm_util_pct.has_value());
+  EXPECT_FALSE(s.gpus[0].processes[0].mem_util_pct.has_value());
+  EXPECT_TRUE(s.errors.empty());
+}
+
+TEST(NvmlCollector, NvLinksEndAtInvalidArgumentAndPairUp) {
+  FakeNvml fake;
+  fake.gpus.resize(3);
+  for (unsigned i = 0; i < 3; ++i) fake.gpus[i].bus = 0x10 + i;
+  // GPU 0: links 0,1 to GPU 1, link 2 down, link 3 to a switch.
+  fake.gpus[0].nvlinks = {true, true, false, true};
+  fake.gpus[0].nvlink_remote_gpu = {1, 1, -1, -1};
+  fake.gpus[1].nvlinks = {true, true};
+  fake.gpus[1].nvlink_remote_gpu = {0, 0};
+  Snapshot s = CollectFrom(fake);
+  ASSERT_EQ(s.gpus[0].nvlinks.size(), 4u);
+  EXPECT_EQ(s.gpus[0].nvlinks[2].link, 2u);
+  EXPECT_EQ(s.gpus[0].nvlinks[2].active, false);
+  EXPECT_EQ(s.gpus[0].nvlinks[3].active, true);
+  EXPECT_EQ(s.gpus[1].nvlinks.size(), 2u);
+  EXPECT_TRUE(s.gpus[2].nvlinks.empty());
+  ASSERT_EQ(s.topology.size(), 3u);
+  EXPECT_EQ(s.topology[0].gpu_a, 0u);
+  EXPECT_EQ(s.topology[0].gpu_b, 1u);
+  EXPECT_EQ(s.topology[0].level, TopologyLevel::kSingle);
+  EXPECT_EQ(s.topology[0].nvlinks, 2u);
+  EXPECT_EQ(s.topology[1].gpu_b, 2u);
+  EXPECT_EQ(s.topology[1].level, TopologyLevel::kSystem);
+  EXPECT_EQ(s.topology[1].nvlinks, 0u);
+  EXPECT_TRUE(s.errors.empty());
+}
+
+class StopAfter : public CallObserver {
+ public:
+  explicit StopAfter(int calls) : left_(calls) {}
+  bool BeforeCall(EntryPoint ep, std::optional<unsigned> gpu, std::optional<unsigned>) override {
+    last_ = ep;
+    last_gpu_ = gpu;
+    return left_-- > 0;
+  }
+  void AfterCall() override { ++after_; }
+  void GpuDone(unsigned index) override { done_.push_back(index); }
+
+  int left_;
+  int after_ = 0;
+  EntryPoint last_ = EntryPoint::kInit;
+  std::optional<unsigned> last_gpu_;
+  std::vector<unsigned> done_;
+};
+
+TEST(NvmlCollector, ObserverSeesEveryCallAndCanStop) {
+  FakeNvml fake;
+  fake.gpus.resize(2);
+  StopAfter observer(1000);
+  Snapshot s;
+  NvmlCollector collector(fake, {}, &observer);
+  ASSERT_TRUE(collector.Initialize(&s));
+  collector.Collect(&s);
+  EXPECT_FALSE(collector.stopped());
+  EXPECT_EQ(observer.done_, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(observer.after_, 1000 - observer.left_);
+
+  // Stop in the middle of GPU 0: nothing more is asked, GPU 1 untouched.
+  StopAfter stopper(12);
+  Snapshot t;
+  NvmlCollector stopped(fake, {}, &stopper);
+  ASSERT_TRUE(stopped.Initialize(&t));
+  stopped.Collect(&t);
+  EXPECT_TRUE(stopped.stopped());
+  EXPECT_EQ(stopper.last_gpu_, 0u);
+  EXPECT_EQ(stopper.after_, 12);
+  EXPECT_TRUE(stopper.done_.empty());
+  ASSERT_EQ(t.gpus.size(), 2u);
+  EXPECT_EQ(t.gpus[0].name, "Fake GPU 0");
+  EXPECT_FALSE(t.gpus[1].name.has_value());
+  stopped.Shutdown();
+  EXPECT_EQ(fake.shutdown_calls, 1);  // Shutdown goes through even when stopped.
+}
+
+TEST(InitFailure, MessagesLikeNvidiaSmiWithTheLikelyCause) {
+  ProbeError mismatch =
+      InitFailure(NVML_ERROR_LIB_RM_VERSION_MISMATCH, "RM mismatch", "nvmlInit_v2");
+  EXPECT_EQ(mismatch.code, "version_mismatch");
+  EXPECT_EQ(mismatch.source, "nvml");
+  EXPECT_EQ(mismatch.nvml_return, NVML_ERROR_LIB_RM_VERSION_MISMATCH);
+  EXPECT_EQ(mismatch.message.rfind("Failed to initialize NVML: Driver/library version mismatch", 0),
+            0u);
+  EXPECT_NE(mismatch.message.find("reboot"), std::string::npos);
+
+  ProbeError not_loaded = InitFailure(NVML_ERROR_DRIVER_NOT_LOADED, "x", "nvmlInit_v2");
+  EXPECT_EQ(not_loaded.code, "driver_not_loaded");
+  EXPECT_EQ(not_loaded.message.rfind("Failed to initialize NVML: Driver Not Loaded", 0), 0u);
+
+  ProbeError unknown = InitFailure(NVML_ERROR_UNKNOWN, "Unknown Error", "nvmlInit_v2");
+  EXPECT_EQ(unknown.code, "nvml_error");
+  EXPECT_EQ(unknown.nvml_return, 999);
+  EXPECT_NE(unknown.message.find("Unknown Error"), std::string::npos);
+}
+
+TEST(NvmlCollector, InitFailureIsRecordedNotThrown) {
+  struct FailingInit : UnsupportedNvmlApi {
+    nvmlReturn_t Init() override { return NVML_ERROR_DRIVER_NOT_LOADED; }
+  } api;
+  Snapshot s;
+  NvmlCollector collector(api, {});
+  EXPECT_FALSE(collector.Initialize(&s));
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].code, "driver_not_loaded");
+}
+
+}  // namespace
+}  // namespace gw::nvml

@@ -1,0 +1,256 @@
+#include "nvml/probe.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "nvml/nvml_collector.h"
+#include "nvml/nvml_library.h"
+
+namespace gw::nvml {
+namespace {
+
+// Counts running workers for ExitProcess and WaitForProbeWorkers. Leaked on
+// purpose: a stuck worker may touch it after static destructors would have run.
+struct WorkerRegistry {
+  std::mutex mu;
+  std::condition_variable idle_cv;
+  int running = 0;
+};
+
+WorkerRegistry& Registry() {
+  static auto* registry = new WorkerRegistry;
+  return *registry;
+}
+
+// Counted by the caller before the thread exists, so ProbeWorkersRunning never
+// misses a worker that has not been scheduled yet; released by the worker.
+void WorkerStarting() {
+  std::lock_guard<std::mutex> lock(Registry().mu);
+  ++Registry().running;
+}
+
+struct WorkerFinished {
+  WorkerFinished() = default;
+  WorkerFinished(const WorkerFinished&) = delete;
+  WorkerFinished& operator=(const WorkerFinished&) = delete;
+  ~WorkerFinished() {
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    if (--Registry().running == 0) Registry().idle_cv.notify_all();
+  }
+};
+
+// What the caller and the worker share. The worker holds `mu` whenever it is
+// not inside a call that may block (dlopen or an NVML call), so the caller,
+// taking `mu` at the deadline, always sees a consistent snapshot and the call
+// that is holding things up.
+struct ProbeState {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;       // The snapshot is complete.
+  bool abandoned = false;  // The caller gave up; stop at the next call.
+  Snapshot snapshot;
+  // The call in flight: kLoading, an NVML symbol name (static storage), or null.
+  const char* in_flight = nullptr;
+  std::optional<unsigned> in_flight_gpu;
+  std::optional<unsigned> in_flight_other_gpu;
+  unsigned gpus_done = 0;  // GPUs [0, gpus_done) are fully read.
+};
+
+constexpr char kLoading[] = "dlopen";
+
+// Releases the state's lock for exactly the duration of each NVML call.
+class PublishingObserver final : public CallObserver {
+ public:
+  PublishingObserver(ProbeState& state, std::unique_lock<std::mutex>& lock, const NvmlApi& api)
+      : state_(state), lock_(lock), api_(api) {}
+
+  bool BeforeCall(EntryPoint ep, std::optional<unsigned> gpu,
+                  std::optional<unsigned> other_gpu) override {
+    if (state_.abandoned) return false;
+    state_.in_flight = api_.SymbolName(ep);
+    state_.in_flight_gpu = gpu;
+    state_.in_flight_other_gpu = other_gpu;
+    lock_.unlock();
+    return true;
+  }
+  void AfterCall() override {
+    lock_.lock();
+    state_.in_flight = nullptr;
+  }
+  void GpuDone(unsigned index) override { state_.gpus_done = index + 1; }
+
+ private:
+  ProbeState& state_;
+  std::unique_lock<std::mutex>& lock_;
+  const NvmlApi& api_;
+};
+
+void CollectOnWorker(ProbeState* state, const std::string& path, CollectorOptions options,
+                     const NvmlOpener& open) {
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->in_flight = kLoading;
+  lock.unlock();
+  auto library = open(path);
+  lock.lock();
+  state->in_flight = nullptr;
+  if (!library.ok()) {
+    state->snapshot.errors.push_back(ProbeError{
+        "nvml", library.error().code, library.error().message, std::nullopt, std::nullopt});
+    state->done = true;
+    state->done_cv.notify_all();
+    return;
+  }
+  if (state->abandoned) return;
+
+  std::shared_ptr<NvmlApi> api = std::move(library).value();
+  PublishingObserver observer(*state, lock, *api);
+  NvmlCollector collector(*api, options, &observer);
+  const bool initialised = collector.Initialize(&state->snapshot);
+  if (initialised) collector.Collect(&state->snapshot);
+  state->done = true;
+  state->done_cv.notify_all();
+  lock.unlock();
+  // After the caller has its answer: shutting down can take a while on real
+  // hardware without persistence mode.
+  if (initialised) collector.Shutdown();
+}
+
+// The thread's body. Nothing may escape a thread function (std::terminate);
+// a failure becomes the probe's error instead.
+void RunWorker(std::shared_ptr<ProbeState> state, std::string path, CollectorOptions options,
+               NvmlOpener open) {
+  WorkerFinished finished;
+  std::string failure;
+  try {
+    CollectOnWorker(state.get(), path, options, open);
+    return;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->in_flight = nullptr;
+  state->snapshot.errors.push_back(ProbeError{"probe", "internal",
+                                              fmt::format("the NVML probe failed: {}", failure),
+                                              std::nullopt, std::nullopt});
+  state->done = true;
+  state->done_cv.notify_all();
+}
+
+std::string TimeoutMessage(const ProbeState& state, const std::string& path, int64_t deadline_ms) {
+  std::string what;
+  if (state.in_flight == kLoading) {
+    what = fmt::format("loading {} did not finish", path);
+  } else if (state.in_flight != nullptr) {
+    what = state.in_flight;
+    if (state.in_flight_gpu && state.in_flight_other_gpu) {
+      what +=
+          fmt::format(" on GPU {} and GPU {}", *state.in_flight_gpu, *state.in_flight_other_gpu);
+    } else if (state.in_flight_gpu) {
+      what += fmt::format(" on GPU {}", *state.in_flight_gpu);
+    }
+    what += " did not return";
+  } else {
+    what = "the NVML probe did not finish";
+  }
+  return fmt::format("driver not responding: {} within {:.1f} s", what, deadline_ms / 1000.0);
+}
+
+}  // namespace
+
+ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock) {
+  return ProbeNvml(options, clock, [](const std::string& path) -> Result<std::shared_ptr<NvmlApi>> {
+    auto library = NvmlLibrary::Open(path);
+    if (!library.ok()) return library.error();
+    return std::shared_ptr<NvmlApi>(std::move(library).value());
+  });
+}
+
+ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpener open) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string path =
+      options.library_path.empty() ? std::string(kDefaultLibraryPath) : options.library_path;
+
+  auto state = std::make_shared<ProbeState>();
+  Snapshot& initial = state->snapshot;
+  initial.time_unix_ms = clock.NowUnixMs();
+  if (const char* scenario = std::getenv("GPUWARDEN_SIM_SCENARIO");
+      scenario != nullptr && scenario[0] != '\0') {
+    initial.source = SnapshotSource::kSimulated;
+    initial.source_detail = scenario;
+  } else {
+    initial.source = SnapshotSource::kNvml;
+    initial.source_detail = path;
+  }
+
+  CollectorOptions collector_options;
+  collector_options.process_samples_since_us = options.process_samples_since_us;
+
+  ProbeResult result;
+  WorkerStarting();
+  try {
+    std::thread(RunWorker, state, path, collector_options, std::move(open)).detach();
+  } catch (const std::system_error& e) {
+    { WorkerFinished never_started; }
+    result.snapshot = state->snapshot;
+    result.snapshot.errors.push_back(ProbeError{
+        "probe", "thread_failed", fmt::format("cannot start the NVML probe thread: {}", e.what()),
+        std::nullopt, std::nullopt});
+    return result;
+  }
+
+  const auto deadline =
+      started + std::chrono::milliseconds(options.deadline_ms < 0 ? 0 : options.deadline_ms);
+  std::unique_lock<std::mutex> lock(state->mu);
+  const bool done = state->done_cv.wait_until(lock, deadline, [&] { return state->done; });
+  if (done) {
+    // The worker no longer touches the snapshot once done.
+    result.snapshot = std::move(state->snapshot);
+  } else {
+    state->abandoned = true;
+    result.snapshot = state->snapshot;
+    Snapshot& snapshot = result.snapshot;
+    snapshot.timed_out = true;
+    ProbeError timeout{"nvml", "timeout", TimeoutMessage(*state, path, options.deadline_ms),
+                       state->in_flight_gpu, std::nullopt};
+    for (Gpu& gpu : snapshot.gpus) {
+      if (gpu.index >= state->gpus_done && !gpu.unreachable) gpu.unreachable = timeout;
+    }
+    snapshot.errors.push_back(std::move(timeout));
+  }
+  lock.unlock();
+  result.snapshot.probe_duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+int ProbeWorkersRunning() {
+  std::lock_guard<std::mutex> lock(Registry().mu);
+  return Registry().running;
+}
+
+bool WaitForProbeWorkers(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(Registry().mu);
+  return Registry().idle_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                     [] { return Registry().running == 0; });
+}
+
+void ExitProcess(int status) {
+  std::fflush(nullptr);
+  if (ProbeWorkersRunning() > 0) std::quick_exit(status);
+  std::exit(status);
+}
+
+}  // namespace gw::nvml

@@ -1,0 +1,81 @@
+// ProbeNvml: one look at the GPUs through NVML that never hangs the caller.
+//
+// All NVML work (dlopen, nvmlInit, every query, nvmlShutdown) runs on a worker
+// thread; the caller waits until it is done or the deadline passes, whichever
+// comes first. The worker publishes progress as it goes — system info, then GPU
+// by GPU, field by field — so on a deadline the caller gets everything read so
+// far, Snapshot::timed_out, and a ProbeError {source "nvml", code "timeout"}
+// naming the call in flight ("driver not responding: nvmlDeviceGetMemoryInfo_v2
+// on GPU 2 did not return within 2.0 s"). GPUs not fully read by then carry that
+// error in Gpu::unreachable.
+//
+// Abandoned, not cancelled: a worker stuck in the driver (D state) cannot be
+// stopped. It is detached and owns all it touches through shared_ptr, so
+// nothing dangles when ProbeNvml returns; if it ever comes back it stops at
+// its next call, shuts NVML down and ends. A process that saw a timeout must
+// not run static destructors or unload libraries under that thread: end it
+// with ExitProcess below (std::quick_exit when a worker is still running).
+#ifndef GPUWARDEN_NVML_PROBE_H_
+#define GPUWARDEN_NVML_PROBE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "core/snapshot.h"
+#include "nvml/nvml_api.h"
+
+namespace gw::nvml {
+
+struct ProbeOptions {
+  // The library to dlopen; empty = "libnvidia-ml.so.1". The CLI passes
+  // ResolveLibraryPath() (nvml_library.h), which honours GPUWARDEN_NVML_LIB.
+  std::string library_path;
+  // For the whole probe, loading the library included. Real (steady) time: a
+  // fake clock cannot make a stuck driver return.
+  int64_t deadline_ms = 2000;
+  // lastSeenTimeStamp for per-process utilisation samples (CPU µs); 0 = all.
+  uint64_t process_samples_since_us = 0;
+};
+
+struct ProbeResult {
+  Snapshot snapshot;
+};
+
+// Never throws, never crashes on a missing or broken library. The snapshot's
+// time_unix_ms comes from `clock`; probe_duration_ms is measured in real time.
+// source is kSimulated (source_detail: the scenario file) when
+// $GPUWARDEN_SIM_SCENARIO is set, else kNvml (source_detail: the library path).
+// Failures to load or initialise appear as one ProbeError: library_not_found
+// (path and dlerror text), driver_not_loaded, version_mismatch, no_permission
+// or nvml_error.
+ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock);
+
+// Loads the NVML implementation for a path; runs on the worker thread. The
+// default is NvmlLibrary::Open. Tests pass one that returns a fake.
+using NvmlOpener = std::function<Result<std::shared_ptr<NvmlApi>>(const std::string& path)>;
+
+// ProbeNvml with another opener; everything else as above.
+ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpener open);
+
+// Probe workers still running: stuck in the driver after a timeout, or about
+// to finish.
+int ProbeWorkersRunning();
+
+// Waits until no probe worker runs or `timeout_ms` passes; true when none runs.
+// For tests that must not start the next probe while the last one still holds
+// NVML initialised.
+bool WaitForProbeWorkers(int64_t timeout_ms);
+
+// Ends the process with `status`. Flushes stdio, then uses std::exit when no
+// probe worker runs, std::quick_exit when one might still be inside the driver
+// (static destructors and library finalisers would run under its feet; exit
+// could also wait on locks it holds).
+[[noreturn]] void ExitProcess(int status);
+
+}  // namespace gw::nvml
+
+#endif  // GPUWARDEN_NVML_PROBE_H_

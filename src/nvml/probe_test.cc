@@ -1,0 +1,186 @@
+#include "nvml/probe.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "nvml/fake_nvml_test_util.h"
+
+namespace gw::nvml {
+namespace {
+
+// A gate a fake call waits at until the test opens it: a wedged driver that
+// the test can un-wedge once it has checked the probe did not wait for it.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+NvmlOpener OpenerFor(std::shared_ptr<FakeNvml> fake) {
+  return [fake](const std::string&) -> Result<std::shared_ptr<NvmlApi>> {
+    return std::shared_ptr<NvmlApi>(fake);
+  };
+}
+
+class ProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { unsetenv("GPUWARDEN_SIM_SCENARIO"); }
+  void TearDown() override {
+    // No worker may outlive its test: the next test's counters would move.
+    EXPECT_TRUE(WaitForProbeWorkers(30000));
+  }
+  FakeClock clock_;
+};
+
+TEST_F(ProbeTest, CompleteProbe) {
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(2);
+  ProbeOptions options;
+  options.library_path = "/some/libnvidia-ml.so.1";
+  options.deadline_ms = 30000;
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  const Snapshot& s = result.snapshot;
+  EXPECT_FALSE(s.timed_out);
+  EXPECT_TRUE(s.errors.empty());
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpus[1].name, "Fake GPU 1");
+  EXPECT_EQ(s.source, SnapshotSource::kNvml);
+  EXPECT_EQ(s.source_detail, "/some/libnvidia-ml.so.1");
+  EXPECT_EQ(s.time_unix_ms, clock_.NowUnixMs());
+  EXPECT_GE(s.probe_duration_ms, 0.0);
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  EXPECT_EQ(fake->init_calls, 1);
+  EXPECT_EQ(fake->shutdown_calls, 1);
+  EXPECT_EQ(ProbeWorkersRunning(), 0);
+}
+
+TEST_F(ProbeTest, SimulatorScenarioMarksTheSource) {
+  setenv("GPUWARDEN_SIM_SCENARIO", "/tmp/scenario.json", 1);
+  auto fake = std::make_shared<FakeNvml>();
+  ProbeResult result = ProbeNvml({}, clock_, OpenerFor(fake));
+  unsetenv("GPUWARDEN_SIM_SCENARIO");
+  EXPECT_EQ(result.snapshot.source, SnapshotSource::kSimulated);
+  EXPECT_EQ(result.snapshot.source_detail, "/tmp/scenario.json");
+}
+
+TEST_F(ProbeTest, DeadlineReturnsWhatWasReadAndNamesTheStuckCall) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(4);
+  fake->gpus[2].before_memory = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 1000;
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  const Snapshot& s = result.snapshot;
+
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].source, "nvml");
+  EXPECT_EQ(s.errors[0].code, "timeout");
+  EXPECT_EQ(s.errors[0].message,
+            "driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 2 did not return within "
+            "1.0 s");
+  EXPECT_EQ(s.errors[0].gpu_index, 2u);
+  EXPECT_EQ(s.system.driver_version, "550.90.07");
+  ASSERT_EQ(s.gpus.size(), 4u);
+  for (unsigned i : {0u, 1u}) {
+    EXPECT_EQ(s.gpus[i].name, "Fake GPU " + std::to_string(i));
+    EXPECT_TRUE(s.gpus[i].memory.total_bytes.has_value());
+    EXPECT_FALSE(s.gpus[i].unreachable.has_value()) << i;
+  }
+  // GPU 2: what was read before the stuck call is kept.
+  EXPECT_EQ(s.gpus[2].name, "Fake GPU 2");
+  EXPECT_FALSE(s.gpus[2].memory.total_bytes.has_value());
+  ASSERT_TRUE(s.gpus[2].unreachable.has_value());
+  EXPECT_EQ(s.gpus[2].unreachable->code, "timeout");
+  // GPU 3 was never reached but is known from the count.
+  EXPECT_EQ(s.gpus[3].index, 3u);
+  EXPECT_FALSE(s.gpus[3].name.has_value());
+  ASSERT_TRUE(s.gpus[3].unreachable.has_value());
+  EXPECT_EQ(s.gpus[3].unreachable->message, s.errors[0].message);
+  EXPECT_TRUE(s.topology.empty());
+
+  // The worker is still inside the "driver"; once it returns it stops at its
+  // next call and shuts NVML down.
+  EXPECT_EQ(ProbeWorkersRunning(), 1);
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+TEST_F(ProbeTest, StuckInitIsNamed) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(1);
+  fake->before_init = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 500;
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  EXPECT_TRUE(result.snapshot.timed_out);
+  ASSERT_EQ(result.snapshot.errors.size(), 1u);
+  EXPECT_EQ(result.snapshot.errors[0].message,
+            "driver not responding: nvmlInit_v2 did not return within 0.5 s");
+  EXPECT_FALSE(result.snapshot.errors[0].gpu_index.has_value());
+  EXPECT_TRUE(result.snapshot.gpus.empty());
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  // Init did return in the end, so NVML was shut down again.
+  EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+TEST_F(ProbeTest, StuckLoadIsNamed) {
+  auto gate = std::make_shared<Gate>();
+  ProbeOptions options;
+  options.library_path = "/x/libnvidia-ml.so.1";
+  options.deadline_ms = 200;
+  ProbeResult result =
+      ProbeNvml(options, clock_, [gate](const std::string&) -> Result<std::shared_ptr<NvmlApi>> {
+        gate->Wait();
+        return MakeError("library_not_found", "gone");
+      });
+  EXPECT_TRUE(result.snapshot.timed_out);
+  ASSERT_EQ(result.snapshot.errors.size(), 1u);
+  EXPECT_EQ(result.snapshot.errors[0].message,
+            "driver not responding: loading /x/libnvidia-ml.so.1 did not finish within 0.2 s");
+  gate->Open();
+}
+
+TEST_F(ProbeTest, MissingLibraryIsAnErrorNotACrash) {
+  ProbeOptions options;
+  options.library_path = "/nonexistent/libnvidia-ml.so.1";
+  ProbeResult result = ProbeNvml(options, clock_);
+  const Snapshot& s = result.snapshot;
+  EXPECT_FALSE(s.timed_out);
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].source, "nvml");
+  EXPECT_EQ(s.errors[0].code, "library_not_found");
+  EXPECT_NE(s.errors[0].message.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  EXPECT_TRUE(s.gpus.empty());
+}
+
+TEST_F(ProbeTest, LibraryThatIsNotNvml) {
+  ProbeOptions options;
+  options.library_path = "libm.so.6";
+  ProbeResult result = ProbeNvml(options, clock_);
+  ASSERT_EQ(result.snapshot.errors.size(), 1u);
+  EXPECT_EQ(result.snapshot.errors[0].code, "library_not_found");
+  EXPECT_FALSE(result.snapshot.system.gpu_count.has_value());
+}
+
+}  // namespace
+}  // namespace gw::nvml

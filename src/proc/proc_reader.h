@@ -1,0 +1,108 @@
+// ProcReader: gpuwarden's one reader of /proc. Every read goes through the
+// proc root given to the constructor, so tests point it at a fake tree in a
+// temporary directory and the product points it at /proc.
+//
+// Facts read (all optional; a value that is present was read):
+//   ReadProcess        one process: uid and user, comm, argv, state, parent
+//                      (and its name), process group and session, start time
+//                      and age, CPU time and lifetime CPU %, RSS, and its
+//                      owner (container, systemd unit, Slurm job) from its
+//                      cgroup.
+//   ReadHost           hostname, boot time, CPU count.
+//   ScanDeviceHolders  the `fuser -v /dev/nvidia*` view: every process that
+//                      holds a matching device file open, with the paths.
+//
+// Caveat for callers: reading /proc/PID/cmdline (and maps) takes the target's
+// memory-map lock, so a process wedged in the driver while holding that lock
+// can block the reader. Run it inside the probe's deadline.
+//
+// Not thread-safe: a reader caches the boot time and user names; use one
+// reader per thread.
+#ifndef GPUWARDEN_PROC_PROC_READER_H_
+#define GPUWARDEN_PROC_PROC_READER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/result.h"
+#include "core/snapshot.h"
+
+namespace gw::proc {
+
+// Which device files count as "held GPU devices": entries of `dir` whose name
+// starts with `prefix`, and anything below such an entry. The default,
+// /dev + "nvidia", covers nvidia0..N, nvidiactl, nvidia-uvm, nvidia-uvm-tools,
+// nvidia-modeset and nvidia-caps/*. Tests use a temporary directory of plain
+// files. Matching is on the path the kernel reports for the open file.
+struct DeviceMatch {
+  std::string dir = "/dev";
+  std::string prefix = "nvidia";
+  // Also count device files mapped into memory (/proc/PID/maps) by a process
+  // that has since closed the descriptor. Costs a read of every process's
+  // maps, which can block on a process wedged with its memory-map lock held;
+  // off by default.
+  bool include_maps = false;
+  // A PID to leave out, typically gpuwarden's own (it holds /dev/nvidiactl
+  // while NVML is loaded).
+  std::optional<pid_t> exclude_pid;
+};
+
+// What a holder scan could and could not see. A scan with fd_denied > 0 is
+// incomplete: run as root (or as the owner) to see every holder.
+struct HolderScanStats {
+  unsigned processes = 0;  // PID directories looked at.
+  unsigned fd_denied = 0;  // Descriptors not readable (EACCES, EPERM).
+  unsigned vanished = 0;   // Exited during the scan.
+};
+
+// PID -> the matching paths it holds, sorted, without duplicates.
+using HolderMap = std::map<pid_t, std::vector<std::string>>;
+
+class ProcReader {
+ public:
+  explicit ProcReader(std::string proc_root = "/proc");
+
+  // Reads one process at wall time now_unix_ms (the snapshot's time), used
+  // for age_s and cpu_pct. device_files and listed_by_driver are left empty:
+  // the caller merges the holder scan and the driver's lists.
+  // Errors: "not_found" when the process does not exist or exits while being
+  // read; "malformed" when its stat file cannot be parsed; "invalid_argument"
+  // for pid <= 0. A process whose files cannot be read (permission) is
+  // returned with readable = false and whatever could be read.
+  Result<HostProcess> ReadProcess(pid_t pid, int64_t now_unix_ms);
+
+  // Hostname (<root>/sys/kernel/hostname), boot time and online CPU count
+  // (<root>/stat). Fields that cannot be read stay nullopt.
+  HostInfo ReadHost();
+
+  // Every process holding a file that `match` selects, by walking
+  // <root>/PID/fd (and <root>/PID/maps when match.include_maps). Processes
+  // that exit during the scan or whose descriptors cannot be read are skipped
+  // and counted in *stats when given. Error "unavailable" only when the proc
+  // root itself cannot be listed.
+  Result<HolderMap> ScanDeviceHolders(const DeviceMatch& match = {},
+                                      HolderScanStats* stats = nullptr);
+
+  const std::string& proc_root() const { return proc_root_; }
+
+ private:
+  std::optional<std::string> UserName(uid_t uid);
+  std::optional<uint64_t> BootTimeS();
+  std::optional<std::string> Comm(pid_t pid);
+
+  std::string proc_root_;
+  long page_size_;
+  long clock_ticks_;
+  std::optional<uint64_t> boot_time_s_;
+  std::unordered_map<uid_t, std::optional<std::string>> user_names_;
+};
+
+}  // namespace gw::proc
+
+#endif  // GPUWARDEN_PROC_PROC_READER_H_

@@ -1,0 +1,656 @@
+#include "render/status_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+#include "core/units.h"
+#include "render/summary.h"
+
+namespace gw::render {
+namespace {
+
+constexpr std::string_view kNA = "N/A";
+
+// Load thresholds as nvitop ships them (light below, heavy at or above).
+constexpr unsigned kUtilLight = 10;
+constexpr unsigned kUtilHeavy = 75;
+constexpr unsigned kMemLight = 10;
+constexpr unsigned kMemHeavy = 80;
+
+enum class Style { kPlain, kBold, kDim, kRed, kBoldRed, kYellow, kBoldYellow, kGreen, kCyan };
+
+std::string_view AnsiCode(Style s) {
+  switch (s) {
+    case Style::kPlain:
+      return "";
+    case Style::kBold:
+      return "\x1b[1m";
+    case Style::kDim:
+      return "\x1b[2m";
+    case Style::kRed:
+      return "\x1b[31m";
+    case Style::kBoldRed:
+      return "\x1b[1;31m";
+    case Style::kYellow:
+      return "\x1b[33m";
+    case Style::kBoldYellow:
+      return "\x1b[1;33m";
+    case Style::kGreen:
+      return "\x1b[32m";
+    case Style::kCyan:
+      return "\x1b[36m";
+  }
+  return "";
+}
+
+// One output line as styled spans. Layout works on display width of the
+// plain text; colour codes are added only when the line is written, so they
+// never count towards the width or get cut in half.
+class Line {
+ public:
+  Line& Add(std::string text, Style style = Style::kPlain) {
+    spans_.push_back({std::move(text), style});
+    return *this;
+  }
+
+  int Width() const {
+    int w = 0;
+    for (const auto& s : spans_) w += DisplayWidth(s.first);
+    return w;
+  }
+
+  std::string Render(int width, bool color) const {
+    std::vector<std::pair<std::string, Style>> spans = spans_;
+    // Trailing padding would only make lines look wider than they are.
+    while (!spans.empty()) {
+      std::string& t = spans.back().first;
+      while (!t.empty() && t.back() == ' ') t.pop_back();
+      if (!t.empty()) break;
+      spans.pop_back();
+    }
+    std::string plain;
+    for (const auto& sp : spans) plain += sp.first;
+    if (DisplayWidth(plain) > width) {
+      // Cut the whole line once (so the '…' lands where the text stops, even
+      // at a span boundary), then hand the kept bytes back to their spans.
+      const std::string cut = TruncateToWidth(plain, width);
+      constexpr size_t kEllipsisBytes = 3;
+      size_t keep = cut.size() >= kEllipsisBytes ? cut.size() - kEllipsisBytes : 0;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        std::string& t = spans[i].first;
+        if (t.size() <= keep) {  // Whole span kept; a later one carries the '…'.
+          keep -= t.size();
+          continue;
+        }
+        t.resize(keep);
+        t += "\xE2\x80\xA6";  // U+2026, in the style of the span it ends.
+        spans.resize(i + 1);
+        break;
+      }
+    }
+    std::string out;
+    for (const auto& [text, style] : spans) {
+      if (color && style != Style::kPlain && !text.empty()) {
+        out += AnsiCode(style);
+        out += text;
+        out += "\x1b[0m";
+      } else {
+        out += text;
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, Style>> spans_;
+};
+
+// Adds a `width`-column bar: the filled part in `style`, the rest dim; all
+// dim when the value is unknown.
+void AddBar(Line& line, std::optional<double> fraction, int width, Style style) {
+  int filled = 0;
+  if (fraction.has_value()) {
+    filled = static_cast<int>(std::lround(std::clamp(*fraction, 0.0, 1.0) * width));
+  }
+  std::string on;
+  std::string off;
+  for (int i = 0; i < filled; ++i) on += "█";
+  for (int i = filled; i < width; ++i) off += "░";
+  line.Add(std::move(on), style).Add(std::move(off), Style::kDim);
+}
+
+Style LoadStyle(unsigned pct, unsigned light, unsigned heavy) {
+  if (pct < light) return Style::kGreen;
+  if (pct >= heavy) return Style::kRed;
+  return Style::kYellow;
+}
+
+std::string Pct(std::optional<unsigned> v) {
+  return v.has_value() ? fmt::format("{}%", *v) : std::string(kNA);
+}
+
+std::string FormatTimeUtc(int64_t unix_ms) {
+  if (unix_ms <= 0) return "time N/A";  // Never set by a collector.
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return std::string(kNA);
+  char buf[32];
+  if (std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) return std::string(kNA);
+  return buf;
+}
+
+// "00000000:3B:00.0" -> "3B:00.0" when the domain is 0, which it is on
+// almost every machine; other domains keep 4 digits as lspci shows them.
+std::string ShortBusId(const std::optional<std::string>& bus_id) {
+  if (!bus_id.has_value()) return std::string(kNA);
+  const std::string id = SanitizeForTerminal(*bus_id);
+  const size_t colon = id.find(':');
+  if (colon == std::string::npos || id.find(':', colon + 1) == std::string::npos) return id;
+  const std::string domain = id.substr(0, colon);
+  if (std::all_of(domain.begin(), domain.end(), [](char c) { return c == '0'; })) {
+    return id.substr(colon + 1);
+  }
+  if (domain.size() > 4 && domain.find_first_not_of('0') >= domain.size() - 4) {
+    return id.substr(domain.size() - 4);
+  }
+  return id;
+}
+
+std::string ErrorLabel(const ProbeError& e) {
+  static const std::map<std::string, std::string, std::less<>> kLabels = {
+      {"timeout", "driver not responding"},
+      {"driver_not_loaded", "driver not loaded"},
+      {"gpu_lost", "GPU lost"},
+      {"no_permission", "no permission"},
+      {"library_not_found", "NVML library not found"},
+  };
+  const auto it = kLabels.find(e.code);
+  if (it != kLabels.end()) return it->second;
+  std::string label = e.code.empty() ? e.source + " error" : e.code;
+  std::replace(label.begin(), label.end(), '_', ' ');
+  return SanitizeForTerminal(label);
+}
+
+std::string StateWord(const HostProcess* host, bool narrow) {
+  if (host == nullptr || !host->state.has_value()) return std::string(kNA);
+  switch (*host->state) {
+    case ProcessState::kRunning:
+      return narrow ? "R" : "run";
+    case ProcessState::kSleeping:
+      return narrow ? "S" : "sleep";
+    case ProcessState::kDiskSleep:
+      return narrow ? "D" : "D-wait";
+    case ProcessState::kZombie:
+      return narrow ? "Z" : "zombie";
+    case ProcessState::kStopped:
+      return narrow ? "T" : "stop";
+    case ProcessState::kIdle:
+      return narrow ? "I" : "idle";
+    case ProcessState::kDead:
+      return narrow ? "X" : "dead";
+    case ProcessState::kOther:
+      return narrow ? "?" : "other";
+  }
+  return std::string(kNA);
+}
+
+Style StateStyle(const HostProcess* host) {
+  if (host == nullptr || !host->state.has_value()) return Style::kPlain;
+  switch (*host->state) {
+    case ProcessState::kDiskSleep:  // Signals cannot reach it.
+    case ProcessState::kZombie:
+    case ProcessState::kDead:
+      return Style::kRed;
+    case ProcessState::kStopped:
+      return Style::kYellow;
+    default:
+      return Style::kPlain;
+  }
+}
+
+// Column widths; narrower terminals get narrower user and state columns.
+struct Layout {
+  int width = 100;
+  bool narrow = false;
+  int index_digits = 1;
+  int name_cols = 21;
+  int user_cols = 10;
+  int state_cols = 6;
+  int bar_cols = 20;
+  int pid_cols = 5;
+};
+
+class Renderer {
+ public:
+  Renderer(const Snapshot& snapshot, const TextOptions& options)
+      : s_(snapshot), color_(options.color) {
+    layout_.width = std::max(options.width, 1);
+    layout_.narrow = layout_.width < 90;
+    if (layout_.narrow) {
+      layout_.user_cols = 8;
+      layout_.state_cols = 3;
+    }
+    // The name column is as wide as the longest name, within what line 1
+    // leaves after its other fields (~53 columns), and at least 12.
+    int longest = 8;
+    for (const Gpu& g : s_.gpus) {
+      if (g.name) longest = std::max(longest, DisplayWidth(SanitizeForTerminal(*g.name)));
+    }
+    // PIDs right-aligned to the widest one shown (pid_max allows 7 digits).
+    auto widen = [&](pid_t pid) {
+      layout_.pid_cols = std::max(layout_.pid_cols, static_cast<int>(std::to_string(pid).size()));
+    };
+    for (const Gpu& g : s_.gpus) {
+      for (const GpuProcess& gp : g.processes) widen(gp.pid);
+    }
+    for (const auto& [pid, p] : s_.processes) widen(pid);
+    layout_.name_cols = std::clamp(layout_.width - 53, 12, std::min(longest, 40));
+    unsigned max_index = 0;
+    for (const Gpu& g : s_.gpus) max_index = std::max(max_index, g.index);
+    layout_.index_digits = static_cast<int>(std::to_string(max_index).size());
+    // Line 2 without bars is ~41 columns; share the rest between two bars.
+    layout_.bar_cols = std::clamp((layout_.width - 41) / 2, 0, 20);
+    if (layout_.bar_cols < 4) layout_.bar_cols = 0;
+  }
+
+  std::string Render() {
+    Header();
+    Problems();
+    if (s_.gpus.empty()) {
+      Blank();
+      if (s_.system.gpu_count.value_or(0) > 0) {
+        Emit(Line().Add(
+            fmt::format("no GPU could be read (the driver reports {})", *s_.system.gpu_count),
+            Style::kBoldRed));
+      } else {
+        Emit(Line().Add("no GPUs found", Style::kBold));
+      }
+    }
+    holders_ = UnlistedDeviceHolders(s_);
+    for (const Gpu& gpu : s_.gpus) {
+      Blank();
+      GpuBlock(gpu);
+    }
+    HoldersSection();
+    UsersSection();
+    return out_;
+  }
+
+ private:
+  void Emit(const Line& line) {
+    out_ += line.Render(layout_.width, color_);
+    out_ += '\n';
+  }
+  void Blank() { out_ += '\n'; }
+
+  void Header() {
+    if (s_.source == SnapshotSource::kSimulated) {
+      const std::string file =
+          s_.source_detail.empty() ? "unknown" : SanitizeForTerminal(s_.source_detail);
+      Emit(Line().Add(fmt::format("SIMULATED server (scenario {}): not real GPUs", file),
+                      Style::kBoldYellow));
+    } else if (s_.source == SnapshotSource::kXmlDump) {
+      const std::string file =
+          s_.source_detail.empty() ? "unknown" : SanitizeForTerminal(s_.source_detail);
+      Emit(Line().Add(fmt::format("offline: nvidia-smi dump {}", file), Style::kCyan));
+    }
+    const std::string host =
+        s_.host.hostname.has_value() ? SanitizeForTerminal(*s_.host.hostname) : "host N/A";
+    auto opt = [](const std::optional<std::string>& v) {
+      return v.has_value() ? SanitizeForTerminal(*v) : std::string(kNA);
+    };
+    const std::string versions = fmt::format(
+        "driver {} · CUDA {} · NVML {}", opt(s_.system.driver_version),
+        opt(CudaVersionString(s_.system.cuda_driver_version)), opt(s_.system.nvml_version));
+    const size_t n = s_.gpus.size();
+    std::string count = fmt::format("{} GPU{}", n, n == 1 ? "" : "s");
+    if (s_.system.gpu_count.has_value() && *s_.system.gpu_count != n) {
+      count = fmt::format("{} of {} GPUs", n, *s_.system.gpu_count);
+    }
+    const std::string when = FormatTimeUtc(s_.time_unix_ms);
+    Line one;
+    one.Add(host, Style::kBold).Add(" · " + versions + " · " + count + " · " + when);
+    if (one.Width() <= layout_.width) {
+      Emit(one);
+    } else {
+      Emit(Line().Add(host, Style::kBold).Add(" · " + count + " · " + when));
+      Emit(Line().Add(versions));
+    }
+  }
+
+  void Problems() {
+    if (s_.timed_out) {
+      const std::string after =
+          s_.probe_duration_ms > 0 ? fmt::format(" after {:.0f} ms", s_.probe_duration_ms) : "";
+      Emit(Line()
+               .Add("! ", Style::kBoldRed)
+               .Add(fmt::format("probe timed out{}: values it could not read show N/A", after),
+                    Style::kBoldRed));
+    }
+    for (const ProbeError& e : s_.errors) {
+      std::string text = ErrorLabel(e) + ": " + SanitizeForTerminal(e.message);
+      if (e.gpu_index.has_value()) text += fmt::format(" (GPU {})", *e.gpu_index);
+      Emit(Line().Add("! ", Style::kBoldRed).Add(text, Style::kRed));
+    }
+  }
+
+  void GpuBlock(const Gpu& gpu) {
+    // Line 1: identity and sensors.
+    Line l1;
+    l1.Add(PadRight(fmt::format("GPU {}", gpu.index), 4 + layout_.index_digits), Style::kBold);
+    l1.Add("  ");
+    l1.Add(PadRight(gpu.name ? SanitizeForTerminal(*gpu.name) : "name N/A", layout_.name_cols));
+    l1.Add("  ").Add(PadRight(ShortBusId(gpu.pci_bus_id), 7));
+    l1.Add("  ");
+    if (gpu.temperature_c.has_value()) {
+      const bool hot = gpu.temperature_slowdown_c.has_value() &&
+                       *gpu.temperature_c >= *gpu.temperature_slowdown_c - 5;
+      l1.Add(PadLeft(fmt::format("{}°C", *gpu.temperature_c), 5),
+             hot ? Style::kRed : Style::kPlain);
+    } else {
+      l1.Add("temp N/A");
+    }
+    l1.Add("  ").Add(PadRight("fan " + Pct(gpu.fan_speed_pct), 8));
+    l1.Add("  ").Add(gpu.pstate ? fmt::format("P{:<2}", *gpu.pstate) : "pstate N/A");
+    l1.Add("  ").Add(PowerText(gpu));
+    Emit(l1);
+
+    // Line 2: memory and utilisation bars.
+    Line l2;
+    std::optional<unsigned> mem_pct;
+    std::optional<double> mem_frac;
+    if (gpu.memory.used_bytes && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0) {
+      mem_frac = static_cast<double>(*gpu.memory.used_bytes) /
+                 static_cast<double>(*gpu.memory.total_bytes);
+      mem_pct = static_cast<unsigned>(std::lround(std::clamp(*mem_frac, 0.0, 1.0) * 100));
+    }
+    const Style mem_style = mem_pct ? LoadStyle(*mem_pct, kMemLight, kMemHeavy) : Style::kDim;
+    l2.Add("  VRAM ");
+    if (layout_.bar_cols > 0) {
+      AddBar(l2, mem_frac, layout_.bar_cols, mem_style);
+      l2.Add(" ");
+    }
+    l2.Add(PadRight(MemoryText(gpu.memory), 15)).Add(" ");
+    l2.Add(PadLeft(Pct(mem_pct), 4), mem_pct ? mem_style : Style::kPlain);
+    std::optional<double> util_frac;
+    if (gpu.utilization_gpu_pct) util_frac = *gpu.utilization_gpu_pct / 100.0;
+    const Style util_style = gpu.utilization_gpu_pct
+                                 ? LoadStyle(*gpu.utilization_gpu_pct, kUtilLight, kUtilHeavy)
+                                 : Style::kDim;
+    l2.Add("   UTIL ");
+    if (layout_.bar_cols > 0) {
+      AddBar(l2, util_frac, layout_.bar_cols, util_style);
+      l2.Add(" ");
+    }
+    l2.Add(PadLeft(Pct(gpu.utilization_gpu_pct), 4),
+           gpu.utilization_gpu_pct ? util_style : Style::kPlain);
+    Emit(l2);
+
+    Markers(gpu);
+    Processes(gpu);
+    GpuHolders(gpu);
+  }
+
+  static std::string PowerText(const Gpu& gpu) {
+    if (!gpu.power_draw_w && !gpu.power_limit_w) return "power N/A";
+    const auto w = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.0f}", *v) : std::string(kNA);
+    };
+    const std::string text = fmt::format("{} / {} W", w(gpu.power_draw_w), w(gpu.power_limit_w));
+    return gpu.power_draw_w && gpu.power_limit_w ? text : "power " + text;
+  }
+
+  // "62.1/79.6 GiB" when both share a unit, else "512 MiB/79.6 GiB".
+  static std::string MemoryText(const MemoryInfo& m) {
+    if (!m.used_bytes && !m.total_bytes) return std::string(kNA);
+    const std::string used = m.used_bytes ? FormatBytes(*m.used_bytes) : std::string(kNA);
+    const std::string total = m.total_bytes ? FormatBytes(*m.total_bytes) : std::string(kNA);
+    const size_t us = used.rfind(' ');
+    const size_t ts = total.rfind(' ');
+    if (us != std::string::npos && ts != std::string::npos && used.substr(us) == total.substr(ts)) {
+      return used.substr(0, us) + "/" + total;
+    }
+    return used + "/" + total;
+  }
+
+  void Markers(const Gpu& gpu) {
+    if (gpu.unreachable.has_value()) {
+      const ProbeError& e = *gpu.unreachable;
+      const std::string what = e.code == "gpu_lost"
+                                   ? "LOST"
+                                   : fmt::format("UNREACHABLE ({})", SanitizeForTerminal(e.code));
+      Emit(Line()
+               .Add("  ! ", Style::kBoldRed)
+               .Add(what + ": " + SanitizeForTerminal(e.message), Style::kBoldRed));
+    }
+    Line l;
+    bool any = false;
+    auto add = [&](std::string text, Style style) {
+      l.Add(any ? " · " : "  ");
+      l.Add(std::move(text), style);
+      any = true;
+    };
+    if (gpu.mig_mode_current == true) add("MIG on", Style::kCyan);
+    if (gpu.mig_mode_pending.has_value() && gpu.mig_mode_pending != gpu.mig_mode_current) {
+      add(fmt::format("MIG {} after reset", *gpu.mig_mode_pending ? "on" : "off"), Style::kYellow);
+    }
+    if (gpu.compute_mode == ComputeMode::kExclusiveProcess) {
+      add("compute mode: exclusive process", Style::kCyan);
+    } else if (gpu.compute_mode == ComputeMode::kExclusiveThread) {
+      add("compute mode: exclusive thread", Style::kCyan);
+    } else if (gpu.compute_mode == ComputeMode::kProhibited) {
+      add("compute mode: prohibited", Style::kYellow);
+    }
+    if (gpu.ecc.volatile_uncorrected.value_or(0) > 0) {
+      add(fmt::format("ECC: {} uncorrectable errors", *gpu.ecc.volatile_uncorrected), Style::kRed);
+    }
+    if (gpu.remapped_rows.failure == true) add("row remapping FAILED", Style::kRed);
+    if (gpu.remapped_rows.pending == true) add("row remap pending (reset GPU)", Style::kYellow);
+    if (gpu.retired_pages.pending == true) add("page retirement pending", Style::kYellow);
+    if (gpu.clock_event_reasons.has_value()) {
+      namespace ce = clock_event;
+      const uint64_t r = *gpu.clock_event_reasons;
+      std::vector<std::string> why;
+      if (r & (ce::kHwThermalSlowdown | ce::kSwThermalSlowdown)) why.push_back("thermal");
+      if (r & ce::kHwPowerBrakeSlowdown) why.push_back("power brake");
+      if ((r & ce::kHwSlowdown) && !(r & (ce::kHwThermalSlowdown | ce::kHwPowerBrakeSlowdown))) {
+        why.push_back("hardware");
+      }
+      if (!why.empty())
+        add("clocks slowed: " + fmt::format("{}", fmt::join(why, ", ")), Style::kYellow);
+    }
+    if (any) Emit(l);
+  }
+
+  // Text for the command column: owner tags, then the command line.
+  std::string CommandText(const GpuProcess& gp, const HostProcess* host) const {
+    std::string tags;
+    auto tag = [&](const std::string& t) { tags += "[" + t + "] "; };
+    if (gp.type == GpuProcessType::kGraphics) tag("G");
+    if (gp.type == GpuProcessType::kComputeAndGraphics) tag("C+G");
+    if (gp.gpu_instance_id.has_value()) {
+      tag(fmt::format(
+          "GI {} CI {}", *gp.gpu_instance_id,
+          gp.compute_instance_id ? std::to_string(*gp.compute_instance_id) : std::string(kNA)));
+    }
+    if (host != nullptr) tags += OwnerTags(*host);
+    return tags + CommandOf(gp.name, host);
+  }
+
+  static std::string OwnerTags(const HostProcess& host) {
+    std::string tags;
+    const ProcessOwner& o = host.owner;
+    if (o.container_runtime.has_value() || o.container_id.has_value()) {
+      std::string t = o.container_runtime ? SanitizeForTerminal(*o.container_runtime) : "container";
+      if (o.container_id.has_value()) t += " " + SanitizeForTerminal(o.container_id->substr(0, 12));
+      tags += "[" + t + "] ";
+    }
+    if (o.slurm_job_id.has_value()) tags += "[slurm " + SanitizeForTerminal(*o.slurm_job_id) + "] ";
+    // Services say who started a process; login sessions (session-N.scope,
+    // user@N.service) say nothing the user column does not.
+    if (o.systemd_unit.has_value() && o.systemd_unit->ends_with(".service") &&
+        !o.systemd_unit->starts_with("user@")) {
+      tags += "[" + SanitizeForTerminal(*o.systemd_unit) + "] ";
+    }
+    return tags;
+  }
+
+  std::string CommandOf(const std::optional<std::string>& driver_name,
+                        const HostProcess* host) const {
+    if (host != nullptr && host->readable) {
+      if (!host->cmdline.empty()) return JoinCommandLine(host->cmdline);
+      // Kernel threads and zombies have no argv; ps shows them as [comm].
+      if (host->comm.has_value()) return "[" + SanitizeForTerminal(*host->comm) + "]";
+    }
+    if (driver_name.has_value()) return SanitizeForTerminal(*driver_name);
+    if (!s_.processes_scanned) return std::string(kNA);
+    if (host == nullptr) return "? (not in /proc)";
+    return host->readable ? std::string(kNA) : "? (unreadable in /proc)";
+  }
+
+  std::string UserText(pid_t pid) const {
+    if (!s_.processes_scanned && FindHostProcess(s_, pid) == nullptr) return std::string(kNA);
+    return SanitizeForTerminal(UserLabel(s_, pid));
+  }
+
+  std::string AgeText(const HostProcess* host) const {
+    return host != nullptr && host->age_s ? FormatDuration(*host->age_s) : std::string(kNA);
+  }
+
+  void Processes(const Gpu& gpu) {
+    const std::string indent = layout_.narrow ? "  " : "    ";
+    if (!gpu.processes_known) {
+      Emit(Line().Add(indent + "processes: N/A (the driver's list could not be read)",
+                      Style::kYellow));
+      return;
+    }
+    if (gpu.processes.empty()) {
+      Emit(Line().Add(indent + "no processes", Style::kDim));
+      return;
+    }
+    std::vector<const GpuProcess*> procs;
+    for (const GpuProcess& gp : gpu.processes) procs.push_back(&gp);
+    std::stable_sort(procs.begin(), procs.end(), [](const GpuProcess* a, const GpuProcess* b) {
+      // Biggest memory first; unknown memory after every known value.
+      const bool ka = a->used_memory_bytes.has_value();
+      const bool kb = b->used_memory_bytes.has_value();
+      if (ka != kb) return ka;
+      if (ka && *a->used_memory_bytes != *b->used_memory_bytes) {
+        return *a->used_memory_bytes > *b->used_memory_bytes;
+      }
+      return a->pid < b->pid;
+    });
+    for (const GpuProcess* gp : procs) {
+      const HostProcess* host = FindHostProcess(s_, gp->pid);
+      Line l;
+      l.Add(indent).Add(PadLeft(std::to_string(gp->pid), layout_.pid_cols)).Add("  ");
+      l.Add(PadRight(UserText(gp->pid), layout_.user_cols)).Add("  ");
+      l.Add(PadLeft(gp->used_memory_bytes ? FormatBytes(*gp->used_memory_bytes) : std::string(kNA),
+                    9))
+          .Add("  ");
+      l.Add(PadRight("SM " + Pct(gp->sm_util_pct), 7)).Add("  ");
+      l.Add(PadLeft(AgeText(host), 6)).Add("  ");
+      l.Add(PadRight(StateWord(host, layout_.narrow), layout_.state_cols), StateStyle(host));
+      l.Add("  ").Add(CommandText(*gp, host));
+      Emit(l);
+    }
+  }
+
+  // One line per GPU naming unlisted holders of its device file.
+  void GpuHolders(const Gpu& gpu) {
+    std::vector<std::string> who;
+    std::string file;
+    for (const HostProcess* p : holders_) {
+      for (const std::string& f : p->device_files) {
+        if (GpuIndexForDeviceFile(s_, f) == gpu.index) {
+          who.push_back(fmt::format("{} ({})", p->pid, SanitizeForTerminal(UserLabel(s_, p->pid))));
+          file = SanitizeForTerminal(f);
+          break;
+        }
+      }
+    }
+    if (who.empty()) return;
+    const std::string indent = layout_.narrow ? "  " : "    ";
+    Emit(Line()
+             .Add(indent + "! ", Style::kBoldYellow)
+             .Add(fmt::format("{} held by {} process{} not listed by the driver: {}", file,
+                              who.size(), who.size() == 1 ? "" : "es", fmt::join(who, ", ")),
+                  Style::kYellow));
+  }
+
+  void HoldersSection() {
+    if (holders_.empty()) return;
+    Blank();
+    Emit(Line().Add("Not listed by the driver, but holding GPU device files:", Style::kBoldYellow));
+    const std::string indent = layout_.narrow ? "  " : "    ";
+    for (const HostProcess* p : holders_) {
+      std::vector<std::string> files;
+      for (const std::string& f : p->device_files) {
+        std::string_view v = f;
+        if (v.starts_with("/dev/")) v.remove_prefix(5);
+        files.push_back(SanitizeForTerminal(v));
+      }
+      Line l;
+      l.Add(indent).Add(PadLeft(std::to_string(p->pid), layout_.pid_cols)).Add("  ");
+      l.Add(PadRight(SanitizeForTerminal(UserLabel(s_, p->pid)), layout_.user_cols)).Add("  ");
+      l.Add(PadLeft(AgeText(p), 6)).Add("  ");
+      l.Add(PadRight(StateWord(p, layout_.narrow), layout_.state_cols), StateStyle(p));
+      l.Add("  ").Add(fmt::format("holds {}", fmt::join(files, ",")), Style::kYellow);
+      l.Add("  ").Add(OwnerTags(*p) + CommandOf(std::nullopt, p));
+      Emit(l);
+    }
+  }
+
+  void UsersSection() {
+    // Offline (an XML dump) nobody's owner is known: a table of "?" says nothing.
+    if (!s_.processes_scanned) return;
+    const std::vector<UserTotal> totals = ComputeUserTotals(s_);
+    if (totals.empty()) return;
+    Blank();
+    const int user_cols = std::max(layout_.user_cols, 12);
+    Emit(Line().Add(PadRight("USER", user_cols) + "  " + PadLeft("PROCS", 5) + "  " +
+                        PadRight("GPUS", 12) + "  " + PadLeft("VRAM", 10),
+                    Style::kBold));
+    for (const UserTotal& t : totals) {
+      std::string vram = std::string(kNA);
+      if (t.memory_known > 0) {
+        vram = (t.memory_unknown > 0 ? "≥" : "") + FormatBytes(t.used_memory_bytes);
+      }
+      std::string gpus =
+          t.gpu_indices.empty() ? "-" : fmt::format("{}", fmt::join(t.gpu_indices, ","));
+      Line l;
+      l.Add(PadRight(SanitizeForTerminal(t.user), user_cols)).Add("  ");
+      l.Add(PadLeft(std::to_string(t.pids.size()), 5)).Add("  ");
+      l.Add(PadRight(gpus, 12)).Add("  ").Add(PadLeft(vram, 10));
+      if (!t.unlisted_holder_pids.empty()) {
+        l.Add(fmt::format("  +{} unlisted holder{}", t.unlisted_holder_pids.size(),
+                          t.unlisted_holder_pids.size() == 1 ? "" : "s"),
+              Style::kYellow);
+      }
+      Emit(l);
+    }
+  }
+
+  const Snapshot& s_;
+  bool color_;
+  Layout layout_;
+  std::vector<const HostProcess*> holders_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string RenderStatusText(const Snapshot& snapshot, const TextOptions& options) {
+  return Renderer(snapshot, options).Render();
+}
+
+}  // namespace gw::render
