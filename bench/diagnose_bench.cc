@@ -40,8 +40,8 @@ class Lcg {
   uint64_t state_;
 };
 
-const char* const kUsers[] = {"alice", "bob",  "carol", "dave", "erin", "frank",
-                              "grace", "heidi", "ivan", "judy", "mallory", "oscar"};
+const char* const kUsers[] = {"alice", "bob",   "carol", "dave", "erin",    "frank",
+                              "grace", "heidi", "ivan",  "judy", "mallory", "oscar"};
 
 // The processes of one GPU: who they are stays fixed over the window.
 struct Role {
@@ -52,8 +52,8 @@ struct Role {
 std::vector<Role> Roles(unsigned gpu) {
   std::vector<Role> roles;
   const pid_t base = 10000 + static_cast<pid_t>(gpu) * 1000;
-  auto add = [&](pid_t pid, uint64_t bytes, unsigned sm, unsigned user, double age,
-                 pid_t ppid, pid_t pgid, const char* comm, const char* parent) {
+  auto add = [&](pid_t pid, uint64_t bytes, unsigned sm, unsigned user, double age, pid_t ppid,
+                 pid_t pgid, const char* comm, const char* parent) {
     Role r;
     r.proc.pid = pid;
     r.proc.gpu = gpu;
@@ -78,22 +78,21 @@ std::vector<Role> Roles(unsigned gpu) {
   }
   // An inference service in a container: 6 workers.
   for (pid_t w = 100; w < 106; ++w) {
-    add(base + w, 2ull << 30, 8 + static_cast<unsigned>(w % 5), 1, 3 * 86400, base + 99,
-        base + 99, "tritonserver", "tritonserver");
+    add(base + w, 2ull << 30, 8 + static_cast<unsigned>(w % 5), 1, 3 * 86400, base + 99, base + 99,
+        "tritonserver", "tritonserver");
   }
   // Notebooks: one idle for two days on even GPUs, one working.
   add(base + 200, gpu % 2 == 0 ? 12ull << 30 : 3ull << 30, gpu % 2 == 0 ? 0 : 15, 2 + gpu,
       2 * 86400, base + 199, base + 199, "python3", "jupyter-lab");
-  add(base + 201, 4ull << 30, 25, 3 + gpu, 3600, base + 199, base + 199, "python3",
-      "jupyter-lab");
+  add(base + 201, 4ull << 30, 25, 3 + gpu, 3600, base + 199, base + 199, "python3", "jupyter-lab");
   // Workers of a killed run, adopted by init.
   for (pid_t w = 300; w < 304; ++w) {
     add(base + w, 600 * kMiB, 0, 4, 7200, 1, base + 299, "python", "systemd");
   }
   // Small tools and tests of several users.
   for (pid_t w = 400; roles.size() < kProcessesPerGpu; ++w) {
-    add(base + w, 300 * kMiB, 3, 5 + static_cast<unsigned>(w), 600, base + 399, base + w,
-        "python", "bash");
+    add(base + w, 300 * kMiB, 3, 5 + static_cast<unsigned>(w), 600, base + 399, base + w, "python",
+        "bash");
   }
   return roles;
 }
@@ -115,6 +114,7 @@ Snapshot Sample(size_t k, Lcg& rng) {
     gpu.temperature_c = 60 + static_cast<int>(rng.Next(8));
     gpu.power_draw_w = 450 + rng.Next(200);
     gpu.clock_event_reasons = rng.Next(3) == 0 ? clock_event::kSwPowerCap : 0;
+    gpu.pcie.link_gen_current = 5;  // Loaded GPUs run their links at full speed.
     gpu.pcie.replay_counter = k / 20;
   }
   s.source_detail = "synthetic";

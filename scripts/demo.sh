@@ -25,5 +25,12 @@ for i in 0 1 2 3 4 5; do
   pids+=("$!")
   export "GW_DEMO_PID_$i=$!"
 done
+# Wait (briefly) until each stand-in has exec'd, so /proc shows it as itself.
+for p in "${pids[@]}"; do
+  for _ in $(seq 100); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && break
+    sleep 0.01
+  done
+done
 echo
 ./build/gpuwarden --sim scenarios/demo.json status "$@"

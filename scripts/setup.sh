@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsqlite3-dev libncurses-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  psmisc procps
+  zlib1g-dev psmisc procps
 )
 
 missing=()

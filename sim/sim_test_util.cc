@@ -129,12 +129,28 @@ std::vector<std::string> ShippedScenarios() {
   return out;
 }
 
+namespace {
+
+// This process's scratch directory, removed at exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    path = fs::path(tmp != nullptr ? tmp : fs::temp_directory_path().string()) /
+           ("gw-sim-test-" + std::to_string(getpid()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
 std::string WriteTempFile(const std::string& name, const std::string& text) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(tmp != nullptr ? tmp : fs::temp_directory_path().string()) /
-                 ("gw-sim-test-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  fs::path path = dir / name;
+  static TempDir dir;
+  fs::path path = dir.path / name;
   std::ofstream(path, std::ios::binary) << text;
   return path.string();
 }

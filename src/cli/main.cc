@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "cli/status_command.h"
+#include "nvml/probe.h"
 
 namespace {
 
@@ -91,9 +92,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpuwarden: internal error: %s\n", e.what());
     code = gw::cli::kExitInternal;
   }
-  std::fflush(nullptr);
   // After a driver timeout a probe thread may still be blocked inside NVML;
-  // end without running static destructors or dlclose under it.
-  if (code == gw::cli::kExitDriverTimeout) std::_Exit(code);
-  return code;
+  // ExitProcess then ends without running static destructors under it.
+  gw::nvml::ExitProcess(code);
 }

@@ -116,6 +116,7 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
   nvml::ProbeOptions probe_options;
   probe_options.library_path = options.nvml_library;
   probe_options.deadline_ms = options.deadline_ms;
+  probe_options.process_samples_since_us = options.process_samples_since_us;
   Snapshot snapshot = nvml::ProbeNvml(probe_options, clock).snapshot;
   if (options.simulated) {
     snapshot.source = SnapshotSource::kSimulated;

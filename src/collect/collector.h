@@ -9,7 +9,9 @@
 #define GPUWARDEN_COLLECT_COLLECTOR_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/snapshot.h"
@@ -30,6 +32,9 @@ struct CollectOptions {
   std::string device_prefix = "nvidia";
   // Attribute processes from /proc (off: NVML facts only).
   bool scan_processes = true;
+  // Per-process utilisation samples newer than this (CPU µs; 0 = all the
+  // driver has buffered).
+  uint64_t process_samples_since_us = 0;
 };
 
 Snapshot Collect(const CollectOptions& options, const Clock& clock);

@@ -5,15 +5,21 @@
 namespace gw::collect {
 namespace {
 
+GpuProcess Listed(pid_t pid) {
+  GpuProcess p;
+  p.pid = pid;
+  return p;
+}
+
 Snapshot TwoGpuSnapshot() {
   Snapshot s;
   Gpu g0;
   g0.index = 0;
-  g0.processes.push_back(GpuProcess{.pid = 100});
+  g0.processes.push_back(Listed(100));
   Gpu g1;
   g1.index = 1;
-  g1.processes.push_back(GpuProcess{.pid = 200});
-  g1.processes.push_back(GpuProcess{.pid = 300});  // Listed, but gone from /proc.
+  g1.processes.push_back(Listed(200));
+  g1.processes.push_back(Listed(300));  // Listed, but gone from /proc.
   s.gpus = {g0, g1};
   return s;
 }

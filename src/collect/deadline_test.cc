@@ -41,7 +41,9 @@ TEST(RunWithDeadline, ZeroOrNegativeTimeoutStillReturnsFinishedWork) {
   // A negative budget must not wait; a result that is already there may or may
   // not be seen, but the call must return at once without crashing.
   auto value = RunWithDeadline<int>([] { return 1; }, -5);
-  if (value) EXPECT_EQ(*value, 1);
+  if (value) {
+    EXPECT_EQ(*value, 1);
+  }
 }
 
 }  // namespace

@@ -22,10 +22,11 @@ constexpr FindingSpec kSpecs[] = {
      .implies = V::kBusy,
      .actor = A::kUser,
      .title = "GPU memory is full",
-     .next_steps = "gpuwarden status --gpu <gpu>\n"
-                   "Use a GPU with free memory: gpuwarden why --need SIZE lists the ones that fit\n"
-                   "Ask the owners of idle holders to free their memory (see IDLE_HOLDER findings)\n"
-                   "Need less memory: a smaller batch, bf16/fp16, gradient checkpointing",
+     .next_steps =
+         "gpuwarden status --gpu <gpu>\n"
+         "Use a GPU with free memory: gpuwarden why --need SIZE lists the ones that fit\n"
+         "Ask the owners of idle holders to free their memory (see IDLE_HOLDER findings)\n"
+         "Need less memory: a smaller batch, bf16/fp16, gradient checkpointing",
      .explanation =
          "Memory used on the GPU is at or above the full mark (95 % of its memory by default), "
          "or, when you stated a need with --need, the GPU's free memory is smaller than what "
@@ -397,9 +398,8 @@ constexpr FindingSpec kSpecs[] = {
      .actor = A::kAdmin,
      .title = "The GPU lacks external power",
      .next_steps = "admin: check the GPU's auxiliary power cables and the power supply",
-     .explanation =
-         "NVML answered INSUFFICIENT_POWER: the GPU's external power connectors are not "
-         "connected or not delivering. The GPU refuses to work until that is fixed."},
+     .explanation = "NVML answered INSUFFICIENT_POWER: the GPU's external power connectors are not "
+                    "connected or not delivering. The GPU refuses to work until that is fixed."},
     {.code = "INFOROM_CORRUPTED",
      .severity = S::kWarning,
      .category = C::kHardware,
@@ -770,8 +770,8 @@ constexpr FindingSpec kSpecs[] = {
          "verdict; read NVIDIA's catalog for what it means."},
 };
 
-constexpr std::string_view kPlaceholders[] = {"<gpu>", "<pid>", "<ppid>",
-                                              "<pgid>", "<gpus>", "<need>"};
+constexpr std::array<std::string_view, 6> kPlaceholders = {"<gpu>",  "<pid>",  "<ppid>",
+                                                           "<pgid>", "<gpus>", "<need>"};
 
 }  // namespace
 
@@ -804,23 +804,38 @@ std::vector<std::string> ExpandSteps(const FindingSpec& spec, const StepValues& 
     return fmt::format("{}", *v);
   };
   const std::array<std::optional<std::string>, 6> filled = {
-      values.gpu, text(values.pid), text(values.ppid), text(values.pgid), values.gpus,
-      values.need};
+      values.gpu, text(values.pid), text(values.ppid), text(values.pgid), values.gpus, values.need};
   std::vector<std::string> out;
-  for (std::string step : SplitSteps(spec.next_steps)) {
+  std::string_view rest = spec.next_steps;
+  while (!rest.empty()) {
+    const size_t end = rest.find('\n');
+    std::string_view step = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (step.empty()) continue;
+    std::string expanded;
+    expanded.reserve(step.size() + 16);
     bool complete = true;
-    for (size_t i = 0; i < filled.size() && complete; ++i) {
-      const std::string_view name = kPlaceholders[i];
-      for (size_t at = step.find(name); at != std::string::npos; at = step.find(name, at)) {
-        if (!filled[i]) {
-          complete = false;
-          break;
-        }
-        step.replace(at, name.size(), *filled[i]);
-        at += filled[i]->size();
+    while (complete && !step.empty()) {
+      const size_t open = step.find('<');
+      expanded.append(step.substr(0, open));
+      if (open == std::string_view::npos) break;
+      step.remove_prefix(open);
+      size_t k = 0;
+      while (k < kPlaceholders.size() &&
+             step.substr(0, kPlaceholders[k].size()) != kPlaceholders[k]) {
+        ++k;
+      }
+      if (k == kPlaceholders.size()) {  // A plain '<'.
+        expanded.push_back('<');
+        step.remove_prefix(1);
+      } else if (!filled[k]) {
+        complete = false;
+      } else {
+        expanded.append(*filled[k]);
+        step.remove_prefix(kPlaceholders[k].size());
       }
     }
-    if (complete) out.push_back(std::move(step));
+    if (complete) out.push_back(std::move(expanded));
   }
   return out;
 }

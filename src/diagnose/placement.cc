@@ -71,8 +71,7 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
       uint64_t add = extra == extra_free.end() ? 0 : extra->second;
       room.free_bytes = std::min(room.total_bytes, *free + add);
     }
-    const bool exclusive_taken = internal::ExclusiveMode(gpu) &&
-                                 internal::HasComputeProcess(gpu) &&
+    const bool exclusive_taken = internal::ExclusiveMode(gpu) && internal::HasComputeProcess(gpu) &&
                                  !exclusive_freed.count(gpu.index);
     room.usable = !gpu.unreachable && free.has_value() && !gpu.mig_mode_current.value_or(false) &&
                   gpu.compute_mode != ComputeMode::kProhibited && !exclusive_taken &&

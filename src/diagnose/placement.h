@@ -42,10 +42,10 @@ enum class PlacementOutcome {
 
 struct Placement {
   PlacementOutcome outcome = PlacementOutcome::kUnsatisfiable;
-  std::vector<unsigned> gpus;       // kFits: the GPUs chosen, least loaded first.
-  uint64_t free_total = 0;          // Free memory of the usable GPUs together.
-  unsigned gpus_with_room = 0;      // Usable GPUs with bytes_per_gpu free.
-  bool nvlink_unchecked = false;    // NVLink asked, but the topology is unknown.
+  std::vector<unsigned> gpus;     // kFits: the GPUs chosen, least loaded first.
+  uint64_t free_total = 0;        // Free memory of the usable GPUs together.
+  unsigned gpus_with_room = 0;    // Usable GPUs with bytes_per_gpu free.
+  bool nvlink_unchecked = false;  // NVLink asked, but the topology is unknown.
 };
 
 // Places `need` on `rooms`. NVLink joins come from `topology` (nvlinks > 0);

@@ -55,13 +55,12 @@ TEST(PlaceNeedTest, Unsatisfiable) {
 }
 
 TEST(PlaceNeedTest, NeverFits) {
-  EXPECT_EQ(PlaceNeed({.gpus = 1, .bytes_per_gpu = 100 * kGiB, .nvlink = false}, Rooms({80}), {})
+  EXPECT_EQ(
+      PlaceNeed({.gpus = 1, .bytes_per_gpu = 100 * kGiB, .nvlink = false}, Rooms({80}), {}).outcome,
+      PlacementOutcome::kNeverFits);
+  EXPECT_EQ(PlaceNeed({.gpus = 3, .bytes_per_gpu = 1 * kGiB, .nvlink = false}, Rooms({80, 80}), {})
                 .outcome,
             PlacementOutcome::kNeverFits);
-  EXPECT_EQ(
-      PlaceNeed({.gpus = 3, .bytes_per_gpu = 1 * kGiB, .nvlink = false}, Rooms({80, 80}), {})
-          .outcome,
-      PlacementOutcome::kNeverFits);
   // NVLink asked, the topology is known and has no NVLink at all.
   EXPECT_EQ(PlaceNeed({.gpus = 2, .bytes_per_gpu = 1 * kGiB, .nvlink = true}, Rooms({80, 80}),
                       Pairs({}, 2))
@@ -84,8 +83,8 @@ TEST(PlaceNeedTest, NvlinkClique) {
 }
 
 TEST(PlaceNeedTest, NvlinkUnknownIsNotChecked) {
-  Placement p = PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = true},
-                          Rooms({70, 70}), {});
+  Placement p =
+      PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = true}, Rooms({70, 70}), {});
   EXPECT_EQ(p.outcome, PlacementOutcome::kFits);
   EXPECT_TRUE(p.nvlink_unchecked);
 }

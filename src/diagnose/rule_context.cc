@@ -35,8 +35,8 @@ bool IsReaper(const HostProcess& host) {
 RuleContext::RuleContext(std::span<const Snapshot> history, const DiagnoseOptions& options,
                          std::span<const KernelEvent> events)
     : history_(history), options_(options), events_(events) {
-  window_s_ = std::max<double>(0, (history.back().time_unix_ms - history.front().time_unix_ms) /
-                                      1000.0);
+  window_s_ =
+      std::max<double>(0, (history.back().time_unix_ms - history.front().time_unix_ms) / 1000.0);
   const Snapshot& last = history.back();
   series_.resize(last.gpus.size());
   sm_reliable_.resize(last.gpus.size());
@@ -70,8 +70,9 @@ RuleContext::RuleContext(std::span<const Snapshot> history, const DiagnoseOption
           *g->utilization_gpu_pct <= options.idle_util_max_pct) {
         continue;
       }
-      bool any_busy = std::any_of(g->processes.begin(), g->processes.end(),
-                                  [](const GpuProcess& p) { return p.sm_util_pct.value_or(0) > 0; });
+      bool any_busy =
+          std::any_of(g->processes.begin(), g->processes.end(),
+                      [](const GpuProcess& p) { return p.sm_util_pct.value_or(0) > 0; });
       reliable[s] = any_busy ? 1 : 0;
     }
   }
@@ -173,9 +174,8 @@ const HostProcess* FindHost(const Snapshot& snapshot, pid_t pid) {
 }
 
 std::string Safe(std::string_view raw) {
-  const bool plain = std::all_of(raw.begin(), raw.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f;
-  });
+  const bool plain =
+      std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
   return plain ? std::string(raw) : SanitizeForTerminal(raw);
 }
 
@@ -228,7 +228,9 @@ std::string ProcessText(pid_t pid, const HostProcess* host, const GpuProcess* gp
 
 std::string Pct(double value) { return fmt::format("{:.1f} %", value); }
 
-std::string GpuList(const std::vector<unsigned>& gpus) { return fmt::format("{}", fmt::join(gpus, ",")); }
+std::string GpuList(const std::vector<unsigned>& gpus) {
+  return fmt::format("{}", fmt::join(gpus, ","));
+}
 
 double Gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kGiB); }
 
@@ -270,7 +272,8 @@ void AddCatalogSteps(Finding& finding, StepValues values) {
   if (spec == nullptr) return;
   if (!values.gpu && !finding.gpus.empty()) values.gpu = GpuList(finding.gpus);
   if (!values.pid && finding.pids.size() == 1) values.pid = finding.pids[0];
-  for (std::string& step : ExpandSteps(*spec, values)) finding.next_steps.push_back(std::move(step));
+  for (std::string& step : ExpandSteps(*spec, values))
+    finding.next_steps.push_back(std::move(step));
 }
 
 Opt<uint64_t> FreeBytes(const Gpu& gpu) {
@@ -311,9 +314,8 @@ bool ExclusiveMode(const Gpu& gpu) {
 }
 
 bool HasComputeProcess(const Gpu& gpu) {
-  return std::any_of(gpu.processes.begin(), gpu.processes.end(), [](const GpuProcess& p) {
-    return p.type != GpuProcessType::kGraphics;
-  });
+  return std::any_of(gpu.processes.begin(), gpu.processes.end(),
+                     [](const GpuProcess& p) { return p.type != GpuProcessType::kGraphics; });
 }
 
 bool LooksOrphaned(const Snapshot& snapshot, const HostProcess& host) {

@@ -79,9 +79,9 @@ bool ListedAnywhere(const Snapshot& snapshot, pid_t pid);
 
 // A process's GPU memory and SM use on one GPU across the window.
 struct ProcessWindow {
-  unsigned present = 0;     // Samples where the GPU lists it.
-  unsigned sm_known = 0;    // ... with a reliable SM figure.
-  unsigned sm_busy = 0;     // ... with SM > 0.
+  unsigned present = 0;   // Samples where the GPU lists it.
+  unsigned sm_known = 0;  // ... with a reliable SM figure.
+  unsigned sm_busy = 0;   // ... with SM > 0.
   unsigned sm_max = 0;
 };
 // `hint` is the process's position in the latest GPU's list (lists are
@@ -103,7 +103,7 @@ std::string OwnerText(const HostProcess* host);
 // "PID 4242 python (alice, jupyter.service)".
 std::string ProcessText(pid_t pid, const HostProcess* host, const GpuProcess* gpu_process);
 
-std::string Pct(double value);           // "98.9 %"
+std::string Pct(double value);                           // "98.9 %"
 std::string GpuList(const std::vector<unsigned>& gpus);  // "0,2,3"
 double Gib(uint64_t bytes);
 

@@ -133,11 +133,11 @@ void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
                              users.size() == 1 ? "" : "s")
                : fmt::format("and your need {} cannot be placed on a GPU that is not saturated",
                              FormatNeed(*o.need));
-    Finding f = MakeFinding(
-        "COMPUTE_SATURATED", {gpu.index}, {pids.begin(), pids.end()},
-        fmt::format("GPU {} was at least {:.0f} % busy {}, {}", gpu.index, o.saturated_util_pct,
-                    SamplesText(known, ctx.window_s()), why),
-        1);
+    Finding f =
+        MakeFinding("COMPUTE_SATURATED", {gpu.index}, {pids.begin(), pids.end()},
+                    fmt::format("GPU {} was at least {:.0f} % busy {}, {}", gpu.index,
+                                o.saturated_util_pct, SamplesText(known, ctx.window_s()), why),
+                    1);
     f.evidence.push_back(NumberEvidence(
         "utilization_min", min_util, "%",
         fmt::format("{} % (lowest of {} sample{})", min_util, known, known == 1 ? "" : "s")));
@@ -183,11 +183,11 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
         if (!where.empty()) where += ", ";
         where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes));
       }
-      f = MakeFinding("NEED_FITS", p.gpus, {},
-                      fmt::format("Your need {} fits now on {}{}", need_text, where,
-                                  p.nvlink_unchecked ? " (NVLink not checked: topology unknown)"
-                                                     : ""),
-                      wanted_gib);
+      f = MakeFinding(
+          "NEED_FITS", p.gpus, {},
+          fmt::format("Your need {} fits now on {}{}", need_text, where,
+                      p.nvlink_unchecked ? " (NVLink not checked: topology unknown)" : ""),
+          wanted_gib);
       values.gpus = GpuList(f.gpus);
       break;
     }
@@ -197,8 +197,7 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
           need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
               ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
                             "NVLink, as {} asks",
-                            p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus,
-                            need_text)
+                            p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus, need_text)
               : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
                             "{} {} free",
                             FormatBytes(p.free_total), need_text, p.gpus_with_room,
@@ -208,11 +207,11 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
           wanted_gib);
       break;
     case PlacementOutcome::kUnsatisfiable:
-      f = MakeFinding("NEED_UNSATISFIABLE", {}, {},
-                      fmt::format("Your need {} wants {} free; all usable GPUs together have {}",
-                                  need_text, FormatBytes(need.bytes_per_gpu * need.gpus),
-                                  FormatBytes(p.free_total)),
-                      wanted_gib);
+      f = MakeFinding(
+          "NEED_UNSATISFIABLE", {}, {},
+          fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
+                      FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
+          wanted_gib);
       break;
     case PlacementOutcome::kNeverFits: {
       unsigned big = 0;

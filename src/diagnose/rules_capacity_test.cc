@@ -20,8 +20,8 @@ void Fill(Snapshot& s, unsigned gpu, uint64_t gib, pid_t pid, unsigned sm = 60) 
 
 TEST(VramExhaustedTest, FullGpuWithTopHolders) {
   Snapshot s = HealthyServer(2);
-  AddProcess(s, {.pid = 101, .gpu = 0, .bytes = 50 * kGiB, .sm = 0, .user = "alice",
-                 .age_s = 2 * 86400});
+  AddProcess(
+      s, {.pid = 101, .gpu = 0, .bytes = 50 * kGiB, .sm = 0, .user = "alice", .age_s = 2 * 86400});
   AddProcess(s, {.pid = 202, .gpu = 0, .bytes = 28 * kGiB, .sm = 80, .user = "bob"});
   AddProcess(s, {.pid = 303, .gpu = 0, .bytes = 1 * kGiB, .sm = 5, .user = "carol"});
   AddProcess(s, {.pid = 404, .gpu = 0, .bytes = kGiB / 2, .sm = 5, .user = "dave"});
@@ -227,14 +227,16 @@ TEST(NeedTest, UnsatisfiableAndNever) {
 TEST(NeedTest, NoNeedOrNoDataNoFinding) {
   Snapshot s = HealthyServer(2);
   auto findings = RunOne(s);
-  for (const char* code : {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
+  for (const char* code :
+       {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
     EXPECT_EQ(Count(findings, code), 0u) << code;
   }
   for (Gpu& g : s.gpus) g.memory = MemoryInfo{};
   DiagnoseOptions o;
   o.need = *ParseNeed("20G");
   findings = RunOne(s, o);
-  for (const char* code : {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
+  for (const char* code :
+       {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
     EXPECT_EQ(Count(findings, code), 0u) << code;
   }
 }

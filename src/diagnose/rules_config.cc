@@ -134,9 +134,9 @@ void RulePersistence(const RuleContext& ctx, std::vector<Finding>& out) {
   Finding f = MakeFinding("PERSISTENCE_OFF", off, {},
                           fmt::format("Persistence mode is off on GPU {}", GpuList(off)),
                           static_cast<double>(off.size()));
-  f.evidence.push_back(NumberEvidence("gpus", static_cast<double>(off.size()), "count",
-                                      fmt::format("{} of {}", off.size(),
-                                                  ctx.latest().gpus.size())));
+  f.evidence.push_back(
+      NumberEvidence("gpus", static_cast<double>(off.size()), "count",
+                     fmt::format("{} of {}", off.size(), ctx.latest().gpus.size())));
   AddCatalogSteps(f);
   out.push_back(std::move(f));
 }
@@ -182,8 +182,8 @@ void RuleCudaVisibleDevices(const RuleContext& ctx, std::vector<Finding>& out) {
                     shown),
         1);
     f.evidence.push_back(TextEvidence("CUDA_VISIBLE_DEVICES", shown));
-    f.evidence.push_back(NumberEvidence("gpus", gpu_count, "count",
-                                        fmt::format("{} on this server", gpu_count)));
+    f.evidence.push_back(
+        NumberEvidence("gpus", gpu_count, "count", fmt::format("{} on this server", gpu_count)));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
     return;
@@ -226,9 +226,8 @@ void RuleCudaVisibleDevices(const RuleContext& ctx, std::vector<Finding>& out) {
                     "first, not as nvidia-smi does",
                     shown, models.size()),
         1);
-    f.evidence.push_back(TextEvidence(
-        "CUDA_DEVICE_ORDER",
-        o.cuda_device_order ? Safe(*o.cuda_device_order) : "unset"));
+    f.evidence.push_back(TextEvidence("CUDA_DEVICE_ORDER",
+                                      o.cuda_device_order ? Safe(*o.cuda_device_order) : "unset"));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }

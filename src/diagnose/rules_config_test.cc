@@ -58,8 +58,8 @@ TEST(PersistenceTest, OffOnSomeGpus) {
   const Finding& f = *Find(findings, "PERSISTENCE_OFF");
   EXPECT_THAT(f.gpus, ElementsAre(1, 3));
   EXPECT_EQ(f.actor, Actor::kAdmin);
-  EXPECT_THAT(f.next_steps, ::testing::Contains(
-                                "admin: sudo systemctl enable --now nvidia-persistenced"));
+  EXPECT_THAT(f.next_steps,
+              ::testing::Contains("admin: sudo systemctl enable --now nvidia-persistenced"));
 }
 
 DiagnoseOptions Cvd(std::string value, Opt<std::string> order = std::nullopt) {
@@ -111,8 +111,8 @@ TEST(CudaVisibleDevicesTest, OnlyBusyGpusSelected) {
   const Finding& f = *Find(findings, "CUDA_VISIBLE_DEVICES_BUSY");
   EXPECT_THAT(f.gpus, ElementsAre(0, 1));
   EXPECT_THAT(f.message, HasSubstr("selects only busy GPU 0,1, while GPU 2,3 are free"));
-  EXPECT_THAT(f.next_steps, ::testing::Contains(
-                                "export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3"));
+  EXPECT_THAT(f.next_steps,
+              ::testing::Contains("export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3"));
   // One selected GPU is free: fine.
   EXPECT_EQ(Count(RunOne(s, Cvd("0,2")), "CUDA_VISIBLE_DEVICES_BUSY"), 0u);
   // By UUID too.

@@ -39,7 +39,8 @@ std::string_view CodeForUnreachable(const ProbeError& e) {
 std::string MessageFor(std::string_view code, Opt<unsigned> gpu, const ProbeError& e) {
   const std::string detail = Safe(e.message);
   const std::string where = gpu ? fmt::format("GPU {}", *gpu) : std::string("The driver");
-  if (code == "GPU_LOST") return fmt::format("GPU {} is lost: it fell off the bus ({})", *gpu, detail);
+  if (code == "GPU_LOST")
+    return fmt::format("GPU {} is lost: it fell off the bus ({})", *gpu, detail);
   if (code == "GPU_UNREACHABLE") return fmt::format("GPU {} cannot be reached: {}", *gpu, detail);
   if (code == "DRIVER_TIMEOUT") {
     return fmt::format("{} did not answer in time: the driver is not responding ({})", where,
@@ -59,9 +60,7 @@ std::string MessageFor(std::string_view code, Opt<unsigned> gpu, const ProbeErro
 struct Key {
   std::string_view code;
   Opt<unsigned> gpu;
-  bool operator<(const Key& o) const {
-    return code != o.code ? code < o.code : gpu < o.gpu;
-  }
+  bool operator<(const Key& o) const { return code != o.code ? code < o.code : gpu < o.gpu; }
 };
 
 Opt<uint64_t> Sum(Opt<uint64_t> a, Opt<uint64_t> b) {
@@ -101,15 +100,14 @@ void AddThermalEvidence(Finding& f, const Gpu& gpu) {
                                         fmt::format("{} C", *gpu.temperature_slowdown_c)));
   }
   if (gpu.power_draw_w) {
-    std::string text = gpu.power_limit_w
-                           ? fmt::format("{:.0f} W of {:.0f} W", *gpu.power_draw_w,
-                                         *gpu.power_limit_w)
-                           : fmt::format("{:.0f} W", *gpu.power_draw_w);
+    std::string text = gpu.power_limit_w ? fmt::format("{:.0f} W of {:.0f} W", *gpu.power_draw_w,
+                                                       *gpu.power_limit_w)
+                                         : fmt::format("{:.0f} W", *gpu.power_draw_w);
     f.evidence.push_back(NumberEvidence("power", *gpu.power_draw_w, "W", text));
   }
   if (gpu.fan_speed_pct) {
-    f.evidence.push_back(NumberEvidence("fan", *gpu.fan_speed_pct, "%",
-                                        fmt::format("{} %", *gpu.fan_speed_pct)));
+    f.evidence.push_back(
+        NumberEvidence("fan", *gpu.fan_speed_pct, "%", fmt::format("{} %", *gpu.fan_speed_pct)));
   }
 }
 
@@ -127,8 +125,8 @@ void RuleProbeErrors(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   std::map<Key, const ProbeError*> found;
   for (const Gpu& gpu : latest.gpus) {
-    if (gpu.unreachable) found.emplace(Key{CodeForUnreachable(*gpu.unreachable), gpu.index},
-                                       &*gpu.unreachable);
+    if (gpu.unreachable)
+      found.emplace(Key{CodeForUnreachable(*gpu.unreachable), gpu.index}, &*gpu.unreachable);
   }
   for (const ProbeError& e : latest.errors) {
     std::string_view code = CodeForError(e);
@@ -168,9 +166,9 @@ void RuleProbeErrors(const RuleContext& ctx, std::vector<Finding>& out) {
     }
     std::vector<unsigned> gpus;
     if (key.gpu) gpus.push_back(*key.gpu);
-    Finding f = MakeFinding(key.code, gpus, {}, MessageFor(key.code, key.gpu, *e),
-                            key.gpu ? 1.0 : static_cast<double>(std::max<size_t>(
-                                                1, latest.gpus.size())));
+    Finding f =
+        MakeFinding(key.code, gpus, {}, MessageFor(key.code, key.gpu, *e),
+                    key.gpu ? 1.0 : static_cast<double>(std::max<size_t>(1, latest.gpus.size())));
     f.evidence.push_back(TextEvidence("error", Safe(e->message)));
     if (e->nvml_return) {
       f.evidence.push_back(NumberEvidence("nvml_return", *e->nvml_return, "code",
@@ -206,8 +204,8 @@ void RuleEcc(const RuleContext& ctx, std::vector<Finding>& out) {
                                         "loaded",
                                         gpu.index, *dbe, *dbe == 1 ? "" : "s"),
                             1);
-    f.evidence.push_back(NumberEvidence("volatile_uncorrected", static_cast<double>(*dbe),
-                                        "count", fmt::format("{}", *dbe)));
+    f.evidence.push_back(NumberEvidence("volatile_uncorrected", static_cast<double>(*dbe), "count",
+                                        fmt::format("{}", *dbe)));
     if (gpu.ecc.aggregate_uncorrected) {
       f.evidence.push_back(NumberEvidence(
           "aggregate_uncorrected", static_cast<double>(*gpu.ecc.aggregate_uncorrected), "count",
@@ -252,10 +250,9 @@ void RuleRetiredPages(const RuleContext& ctx, std::vector<Finding>& out) {
       out.push_back(std::move(f));
     }
     if (r.pending.value_or(false)) {
-      Finding f = MakeFinding("RETIRED_PAGES_PENDING", {gpu.index}, {},
-                              fmt::format("GPU {} has a page retirement waiting for a reset",
-                                          gpu.index),
-                              1);
+      Finding f = MakeFinding(
+          "RETIRED_PAGES_PENDING", {gpu.index}, {},
+          fmt::format("GPU {} has a page retirement waiting for a reset", gpu.index), 1);
       evidence(f);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
@@ -273,9 +270,8 @@ void RuleRowRemap(const RuleContext& ctx, std::vector<Finding>& out) {
                                             "rows", fmt::format("{}", *r.correctable)));
       }
       if (r.uncorrectable) {
-        f.evidence.push_back(NumberEvidence("uncorrectable",
-                                            static_cast<double>(*r.uncorrectable), "rows",
-                                            fmt::format("{}", *r.uncorrectable)));
+        f.evidence.push_back(NumberEvidence("uncorrectable", static_cast<double>(*r.uncorrectable),
+                                            "rows", fmt::format("{}", *r.uncorrectable)));
       }
     };
     bool broken = false;
@@ -291,22 +287,21 @@ void RuleRowRemap(const RuleContext& ctx, std::vector<Finding>& out) {
       broken = true;
     }
     if (r.uncorrectable && *r.uncorrectable >= o.row_remap_uncorrectable_limit) {
-      Finding f = MakeFinding("ROW_REMAP_LIMIT", {gpu.index}, {},
-                              fmt::format("GPU {} has remapped {} rows for uncorrectable errors "
-                                          "(limit {})",
-                                          gpu.index, *r.uncorrectable,
-                                          o.row_remap_uncorrectable_limit),
-                              1);
+      Finding f =
+          MakeFinding("ROW_REMAP_LIMIT", {gpu.index}, {},
+                      fmt::format("GPU {} has remapped {} rows for uncorrectable errors "
+                                  "(limit {})",
+                                  gpu.index, *r.uncorrectable, o.row_remap_uncorrectable_limit),
+                      1);
       evidence(f);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
       broken = true;
     }
     if (!broken && r.pending.value_or(false)) {
-      Finding f = MakeFinding("ROW_REMAP_PENDING", {gpu.index}, {},
-                              fmt::format("GPU {} has a row remap waiting for a GPU reset",
-                                          gpu.index),
-                              1);
+      Finding f =
+          MakeFinding("ROW_REMAP_PENDING", {gpu.index}, {},
+                      fmt::format("GPU {} has a row remap waiting for a GPU reset", gpu.index), 1);
       evidence(f);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
@@ -354,9 +349,9 @@ void RulePcieLink(const RuleContext& ctx, std::vector<Finding>& out) {
         1);
     f.evidence.push_back(TextEvidence("link", now));
     f.evidence.push_back(TextEvidence("link_max", max));
-    f.evidence.push_back(NumberEvidence("loaded_samples", loaded, "count",
-                                        fmt::format("{} loaded sample{}, all below the maximum",
-                                                    loaded, loaded == 1 ? "" : "s")));
+    f.evidence.push_back(NumberEvidence(
+        "loaded_samples", loaded, "count",
+        fmt::format("{} loaded sample{}, all below the maximum", loaded, loaded == 1 ? "" : "s")));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
@@ -376,8 +371,8 @@ void RulePcieReplay(const RuleContext& ctx, std::vector<Finding>& out) {
       const Gpu* g = series[s];
       if (g == nullptr) continue;
       gen = std::max(gen, g->pcie.link_gen_current.value_or(g->pcie.link_gen_max.value_or(0)));
-      width = std::max(width,
-                       g->pcie.link_width_current.value_or(g->pcie.link_width_max.value_or(0)));
+      width =
+          std::max(width, g->pcie.link_width_current.value_or(g->pcie.link_width_max.value_or(0)));
       if (!g->pcie.replay_counter) continue;
       if (first == nullptr) {
         first = g;
@@ -404,8 +399,8 @@ void RulePcieReplay(const RuleContext& ctx, std::vector<Finding>& out) {
         1);
     f.evidence.push_back(NumberEvidence("replays", static_cast<double>(delta), "count",
                                         fmt::format("{} (from {} to {})", delta, a, b)));
-    f.evidence.push_back(NumberEvidence("expected", expected, "count",
-                                        fmt::format("{:.2f}", expected)));
+    f.evidence.push_back(
+        NumberEvidence("expected", expected, "count", fmt::format("{:.2f}", expected)));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
@@ -474,8 +469,8 @@ void RuleNvlink(const RuleContext& ctx, std::vector<Finding>& out) {
                                           fmt::format("{} of {}", *active[i], gpu.nvlinks.size())));
     }
     if (usual) {
-      f.evidence.push_back(NumberEvidence("usual_active_links", *usual, "count",
-                                          fmt::format("{}", *usual)));
+      f.evidence.push_back(
+          NumberEvidence("usual_active_links", *usual, "count", fmt::format("{}", *usual)));
     }
     AddCatalogSteps(f);
     out.push_back(std::move(f));
@@ -521,20 +516,19 @@ void RuleIdleThermal(const RuleContext& ctx, std::vector<Finding>& out) {
     // Cooling down after a job that just ended: not a fault.
     if (first_temp && last_temp && *first_temp - *last_temp > o.cooling_drop_c) continue;
     if (temps > 0 && hot == temps) {
-      Finding f = MakeFinding("HOT_WHILE_IDLE", {gpu.index}, {},
-                              fmt::format("GPU {} is at {} C while idle ({} % utilisation)",
-                                          gpu.index, *last_temp,
-                                          gpu.utilization_gpu_pct.value_or(0)),
-                              1);
+      Finding f =
+          MakeFinding("HOT_WHILE_IDLE", {gpu.index}, {},
+                      fmt::format("GPU {} is at {} C while idle ({} % utilisation)", gpu.index,
+                                  *last_temp, gpu.utilization_gpu_pct.value_or(0)),
+                      1);
       AddThermalEvidence(f, gpu);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
     }
     if (fans > 0 && racing == fans) {
-      Finding f = MakeFinding("FAN_HIGH_WHILE_IDLE", {gpu.index}, {},
-                              fmt::format("GPU {}'s fan runs at {} % while the GPU is idle",
-                                          gpu.index, *last_fan),
-                              1);
+      Finding f = MakeFinding(
+          "FAN_HIGH_WHILE_IDLE", {gpu.index}, {},
+          fmt::format("GPU {}'s fan runs at {} % while the GPU is idle", gpu.index, *last_fan), 1);
       AddThermalEvidence(f, gpu);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
@@ -550,13 +544,12 @@ void RuleClockEvents(const RuleContext& ctx, std::vector<Finding>& out) {
     unsigned known = 0;
     const uint64_t all = SustainedEvents(ctx.Series(i), &known);
     if (all == 0) continue;
-    const std::string in = known == 1 ? std::string("in the one sample")
-                                      : fmt::format("in all {} samples", known);
+    const std::string in =
+        known == 1 ? std::string("in the one sample") : fmt::format("in all {} samples", known);
     auto emit = [&](std::string_view code, std::string what) {
-      Finding f = MakeFinding(code, {gpu.index}, {},
-                              fmt::format("GPU {}: {} {} (clocks {})", gpu.index, what, in,
-                                          ClocksText(gpu)),
-                              1);
+      Finding f = MakeFinding(
+          code, {gpu.index}, {},
+          fmt::format("GPU {}: {} {} (clocks {})", gpu.index, what, in, ClocksText(gpu)), 1);
       f.evidence.push_back(NumberEvidence("clock_event_reasons", static_cast<double>(all),
                                           "bitmask", fmt::format("0x{:x}", all)));
       AddThermalEvidence(f, gpu);

@@ -27,8 +27,8 @@ TEST(HealthyServerTest, NoFindingsAtAll) {
 
 TEST(ProbeErrorsTest, GpuLostIsOneFault) {
   Snapshot s = HealthyServer(4);
-  ProbeError lost = NvmlError("gpu_lost", "nvmlDeviceGetHandleByIndex_v2 on GPU 3: GPU is lost",
-                              3u, 15);
+  ProbeError lost =
+      NvmlError("gpu_lost", "nvmlDeviceGetHandleByIndex_v2 on GPU 3: GPU is lost", 3u, 15);
   GpuAt(s, 3)->unreachable = lost;
   s.errors.push_back(lost);
   auto findings = RunOne(s);
@@ -82,8 +82,8 @@ TEST(ProbeErrorsTest, EachErrorItsCode) {
 TEST(ProbeErrorsTest, SingleUnsupportedFieldIsNotAFinding) {
   Snapshot s = HealthyServer(1);
   s.errors.push_back(NvmlError("unsupported", "nvmlDeviceGetFanSpeed: Not Supported", 0u, 3));
-  s.errors.push_back(NvmlError("nvml_error", "nvmlDeviceGetEncoderUtilization: Unknown Error", 0u,
-                               999));
+  s.errors.push_back(
+      NvmlError("nvml_error", "nvmlDeviceGetEncoderUtilization: Unknown Error", 0u, 999));
   EXPECT_THAT(Codes(RunOne(s)), ElementsAre());
 }
 

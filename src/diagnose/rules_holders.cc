@@ -72,8 +72,28 @@ void AddHeld(Finding& f, Opt<uint64_t> bytes) {
   }
 }
 
-std::string HeldText(const Holding& h) {
-  if (h.listed == nullptr) return fmt::format("holds /dev/nvidia* of GPU {}", h.gpu);
+// The holdings, one entry per listed (GPU, process) and one per unlisted
+// process with all the GPUs whose device files it holds: a process that ran
+// cuInit holds every /dev/nvidiaN and is reported once, not once per GPU.
+struct Holder {
+  const Holding* h = nullptr;
+  std::vector<unsigned> gpus;
+};
+std::vector<Holder> Holders(const RuleContext& ctx) {
+  std::vector<Holder> out;
+  for (const Holding& h : ctx.Holdings()) {
+    if (h.listed == nullptr && !out.empty() && out.back().h->listed == nullptr &&
+        out.back().h->pid == h.pid) {
+      out.back().gpus.push_back(h.gpu);
+      continue;
+    }
+    out.push_back({&h, {h.gpu}});
+  }
+  return out;
+}
+
+std::string HeldText(const Holding& h, const std::vector<unsigned>& gpus) {
+  if (h.listed == nullptr) return fmt::format("holds /dev/nvidia* of GPU {}", GpuList(gpus));
   if (!h.bytes()) return fmt::format("holds GPU {} (memory unknown)", h.gpu);
   return fmt::format("holds {} on GPU {}", FormatBytes(*h.bytes()), h.gpu);
 }
@@ -88,8 +108,7 @@ void AddProcessEvidence(Finding& f, const Holding& h) {
   if (host->ppid) {
     f.evidence.push_back(NumberEvidence(
         "parent", *host->ppid, "pid",
-        fmt::format("{} ({})", *host->ppid,
-                    host->parent_comm ? Safe(*host->parent_comm) : "?")));
+        fmt::format("{} ({})", *host->ppid, host->parent_comm ? Safe(*host->parent_comm) : "?")));
   }
 }
 
@@ -97,31 +116,30 @@ void AddProcessEvidence(Finding& f, const Holding& h) {
 void AddOwnershipStep(const RuleContext& ctx, Finding& f, const Holding& h) {
   const Opt<uid_t>& caller = ctx.options().caller_uid;
   if (!caller || h.host == nullptr || !h.host->uid || *h.host->uid == *caller) return;
-  f.next_steps.push_back(fmt::format("It is not yours: ask {} to end it, or ask an administrator",
-                                     UserText(h.host)));
+  f.next_steps.push_back(
+      fmt::format("It is not yours: ask {} to end it, or ask an administrator", UserText(h.host)));
 }
 
 }  // namespace
 
 void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned) return;
-  for (const Holding& h : ctx.Holdings()) {
+  for (const auto& [hp, gpus] : Holders(ctx)) {
+    const Holding& h = *hp;
     if (!IsZombie(ctx, h)) continue;
     const HostProcess& host = *h.host;
     const bool reaper_parent = !host.ppid || *host.ppid == 1;
     std::string parent = host.ppid ? fmt::format("PID {} ({})", *host.ppid,
-                                                 host.parent_comm
-                                                     ? Safe(*host.parent_comm)
-                                                     : "?")
+                                                 host.parent_comm ? Safe(*host.parent_comm) : "?")
                                    : "its parent";
     std::string message = fmt::format(
-        "{} {} but has exited (zombie); kill cannot help. {}",
-        ProcessText(h.pid, h.host, h.listed), HeldText(h),
+        "{} {} but has exited (zombie); kill cannot help. {}", ProcessText(h.pid, h.host, h.listed),
+        HeldText(h, gpus),
         reaper_parent
             ? "Its parent is init, which reaps at once: the driver still holds the context"
             : fmt::format("Its parent {} has not reaped it", parent));
-    Finding f = MakeFinding("ZOMBIE_HOLDER", {h.gpu}, {h.pid}, std::move(message),
-                            Gib(h.bytes().value_or(0)));
+    Finding f =
+        MakeFinding("ZOMBIE_HOLDER", gpus, {h.pid}, std::move(message), Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
     AddProcessEvidence(f, h);
     StepValues values;
@@ -133,20 +151,22 @@ void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
 
 void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned || ctx.samples() < 2) return;
-  for (const Holding& h : ctx.Holdings()) {
+  for (const auto& [hp, gpus] : Holders(ctx)) {
+    const Holding& h = *hp;
     if (!IsStuck(ctx, h)) continue;
     StateWindow w = StateOverWindow(ctx, h.pid, ProcessState::kDiskSleep);
     const double stuck_s = (w.last_ms - w.first_ms) / 1000.0;
     Finding f = MakeFinding(
-        "UNINTERRUPTIBLE_HOLDER", {h.gpu}, {h.pid},
+        "UNINTERRUPTIBLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and has been in uninterruptible sleep (D) for at least {}: signals "
                     "cannot reach it, so kill cannot free the GPU",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h), FormatDuration(stuck_s)),
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus),
+                    FormatDuration(stuck_s)),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
-    f.evidence.push_back(NumberEvidence("d_state_for", stuck_s, "s",
-                                        fmt::format("{} ({} samples)", FormatDuration(stuck_s),
-                                                    w.matching)));
+    f.evidence.push_back(
+        NumberEvidence("d_state_for", stuck_s, "s",
+                       fmt::format("{} ({} samples)", FormatDuration(stuck_s), w.matching)));
     AddProcessEvidence(f, h);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
@@ -155,14 +175,14 @@ void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out
 
 void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned) return;
-  for (const Holding& h : ctx.Holdings()) {
+  for (const auto& [hp, gpus] : Holders(ctx)) {
+    const Holding& h = *hp;
     if (IsZombie(ctx, h) || IsStuck(ctx, h) || !IsOrphan(ctx, h)) continue;
     const HostProcess& host = *h.host;
     std::string adopter =
-        *host.ppid == 1 ? std::string("init (PID 1)")
-                        : fmt::format("{} (PID {})",
-                                      Safe(host.parent_comm.value_or("?")),
-                                      *host.ppid);
+        *host.ppid == 1
+            ? std::string("init (PID 1)")
+            : fmt::format("{} (PID {})", Safe(host.parent_comm.value_or("?")), *host.ppid);
     std::string sm;
     if (h.listed != nullptr) {
       ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
@@ -170,11 +190,12 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
                            : " (whether it computes is unknown)";
     }
     Finding f = MakeFinding(
-        "ORPHAN_HOLDER", {h.gpu}, {h.pid},
+        "ORPHAN_HOLDER", gpus, {h.pid},
         fmt::format("{} {}{}, but its parent is gone: it was adopted by {} while still in "
                     "process group {}, whose leader has exited; likely a worker left behind "
                     "by a killed run",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h), sm, adopter, *host.pgid),
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus), sm, adopter,
+                    *host.pgid),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
     AddProcessEvidence(f, h);
@@ -190,14 +211,15 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
 void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   const DiagnoseOptions& o = ctx.options();
   const Snapshot& latest = ctx.latest();
-  for (const Holding& h : ctx.Holdings()) {
+  for (const auto& [hp, gpus] : Holders(ctx)) {
+    const Holding& h = *hp;
     if (h.listed == nullptr || !h.bytes() || *h.bytes() < o.idle_holder_min_bytes) continue;
     if (latest.processes_scanned && (IsZombie(ctx, h) || IsStuck(ctx, h) || IsOrphan(ctx, h))) {
       continue;
     }
     // Exiting or stuck processes are not idle: see ZOMBIE_HOLDER and UNINTERRUPTIBLE_HOLDER.
-    if (h.host != nullptr && (h.host->state == ProcessState::kDiskSleep ||
-                              h.host->state == ProcessState::kZombie)) {
+    if (h.host != nullptr &&
+        (h.host->state == ProcessState::kDiskSleep || h.host->state == ProcessState::kZombie)) {
       continue;
     }
     ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
@@ -208,15 +230,16 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     if (lived < o.idle_holder_min_age_s) continue;
 
     Finding f = MakeFinding(
-        "IDLE_HOLDER", {h.gpu}, {h.pid},
+        "IDLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and did no GPU work (SM 0 % in {} of {} samples){}",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h), pw.sm_known, pw.present,
+                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus), pw.sm_known,
+                    pw.present,
                     age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
         Gib(*h.bytes()));
     AddHeld(f, h.bytes());
-    f.evidence.push_back(NumberEvidence("sm_max", pw.sm_max, "%",
-                                        fmt::format("{} % (max over {} samples)", pw.sm_max,
-                                                    pw.sm_known)));
+    f.evidence.push_back(
+        NumberEvidence("sm_max", pw.sm_max, "%",
+                       fmt::format("{} % (max over {} samples)", pw.sm_max, pw.sm_known)));
     AddProcessEvidence(f, h);
     AddOwnershipStep(ctx, f, h);
     AddCatalogSteps(f);
@@ -282,9 +305,9 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
                             Gib(used));
     AddHeld(f, used);
     f.evidence.push_back(TextEvidence("likeliest", likeliest));
-    f.evidence.push_back(NumberEvidence("samples", seen, "count",
-                                        fmt::format("no process listed in {} of {} samples", seen,
-                                                    ctx.samples())));
+    f.evidence.push_back(
+        NumberEvidence("samples", seen, "count",
+                       fmt::format("no process listed in {} of {} samples", seen, ctx.samples())));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
@@ -295,10 +318,22 @@ void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out)
   if (!latest.processes_scanned) return;
   // Tools that open the device files by design (names as comm shows them,
   // which cuts at 15 characters).
-  static constexpr std::array<std::string_view, 16> kTools = {
-      "nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi", "Xorg", "Xwayland",
-      "nvidia-smi", "nvtop", "nvitop", "gpustat", "gpuwarden", "nvidia_gpu_exporter", "gpud",
-      "nvidia-device-plugin", "gnome-shell", "nvidia-powerd"};
+  static constexpr std::array<std::string_view, 16> kTools = {"nvidia-persistenced",
+                                                              "nv-hostengine",
+                                                              "dcgm-exporter",
+                                                              "dcgmi",
+                                                              "Xorg",
+                                                              "Xwayland",
+                                                              "nvidia-smi",
+                                                              "nvtop",
+                                                              "nvitop",
+                                                              "gpustat",
+                                                              "gpuwarden",
+                                                              "nvidia_gpu_exporter",
+                                                              "gpud",
+                                                              "nvidia-device-plugin",
+                                                              "gnome-shell",
+                                                              "nvidia-powerd"};
   auto is_tool = [&](const HostProcess& host) {
     if (!host.comm) return false;
     for (std::string_view tool : kTools) {
@@ -321,8 +356,8 @@ void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out)
         fmt::format("{} holds the device file of GPU {} but no GPU lists it as a process",
                     ProcessText(pid, &host, nullptr), GpuList(gpus)),
         0);
-    f.evidence.push_back(TextEvidence("device_files", fmt::format("{}", fmt::join(
-                                                                      host.device_files, " "))));
+    f.evidence.push_back(
+        TextEvidence("device_files", fmt::format("{}", fmt::join(host.device_files, " "))));
     Holding h{0, gpus[0], pid, nullptr, 0, &host};
     AddProcessEvidence(f, h);
     AddCatalogSteps(f);

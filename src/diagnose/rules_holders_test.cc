@@ -18,8 +18,15 @@ constexpr double kTwoDays = 2 * 86400 + 4 * 3600;
 // The classic: a Jupyter kernel holding 70 GiB for two days at 0 % SM.
 Snapshot JupyterServer() {
   Snapshot s = HealthyServer(4);
-  AddProcess(s, {.pid = 4242, .gpu = 3, .bytes = 70 * kGiB, .sm = 0, .user = "alice",
-                 .comm = "python3", .age_s = kTwoDays, .ppid = 4100, .sid = 4000,
+  AddProcess(s, {.pid = 4242,
+                 .gpu = 3,
+                 .bytes = 70 * kGiB,
+                 .sm = 0,
+                 .user = "alice",
+                 .comm = "python3",
+                 .age_s = kTwoDays,
+                 .ppid = 4100,
+                 .sid = 4000,
                  .parent_comm = "jupyter-lab"});
   s.processes[4242].owner.systemd_unit = "jupyter.service";
   return s;
@@ -98,7 +105,7 @@ TEST(IdleHolderTest, OfflineDumpNeedsALongWindow) {
   s.processes.clear();
   s.processes_scanned = false;
   EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);  // Age unknown, one sample.
-  auto window = Window(s, 11, 60'000);          // Ten minutes of samples.
+  auto window = Window(s, 11, 60'000);             // Ten minutes of samples.
   auto findings = RunRules(window, {});
   ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
   EXPECT_THAT(Find(findings, "IDLE_HOLDER")->message, HasSubstr("PID 4242 ? (?)"));
@@ -108,8 +115,16 @@ TEST(OrphanHolderTest, WorkerOfAKilledRun) {
   Snapshot s = HealthyServer(2);
   // Main process 5000 was killed; its workers 5001 and 5002 were adopted by init.
   for (pid_t pid : {5001, 5002}) {
-    AddProcess(s, {.pid = pid, .gpu = 0, .bytes = 3 * kGiB, .sm = 0, .user = "bob", .uid = 1002,
-                   .age_s = 7200, .ppid = 1, .pgid = 5000, .sid = 4900,
+    AddProcess(s, {.pid = pid,
+                   .gpu = 0,
+                   .bytes = 3 * kGiB,
+                   .sm = 0,
+                   .user = "bob",
+                   .uid = 1002,
+                   .age_s = 7200,
+                   .ppid = 1,
+                   .pgid = 5000,
+                   .sid = 4900,
                    .parent_comm = "systemd"});
   }
   auto findings = RunOne(s);
@@ -124,10 +139,36 @@ TEST(OrphanHolderTest, WorkerOfAKilledRun) {
   EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 5001 --dry-run"));
 }
 
+TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
+  // A data-loader worker forked after cuInit holds every /dev/nvidiaN but has
+  // no context: the driver does not list it ("fuser -v /dev/nvidia*" does).
+  Snapshot s = HealthyServer(4);
+  for (unsigned g = 0; g < 4; ++g) {
+    AddProcess(s, {.pid = 5003,
+                   .gpu = g,
+                   .ppid = 1,
+                   .pgid = 5000,
+                   .parent_comm = "systemd",
+                   .listed = false});
+  }
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "ORPHAN_HOLDER");
+  EXPECT_THAT(f.gpus, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(f.message, HasSubstr("holds /dev/nvidia* of GPU 0,1,2,3, but its parent is gone"));
+  EXPECT_FALSE(EvidenceNumber(f, kHeldEvidence).has_value());  // Memory unknown, not 0.
+  EXPECT_EQ(Count(findings, "UNLISTED_DEVICE_HOLDER"), 0u);    // Reported as the orphan it is.
+}
+
 TEST(OrphanHolderTest, AdoptedBySystemdUser) {
   Snapshot s = HealthyServer(1);
-  AddProcess(s, {.pid = 6001, .gpu = 0, .bytes = 2 * kGiB, .sm = 0, .ppid = 1500,
-                 .pgid = 6000, .parent_comm = "systemd"});
+  AddProcess(s, {.pid = 6001,
+                 .gpu = 0,
+                 .bytes = 2 * kGiB,
+                 .sm = 0,
+                 .ppid = 1500,
+                 .pgid = 6000,
+                 .parent_comm = "systemd"});
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
   EXPECT_THAT(Find(findings, "ORPHAN_HOLDER")->message, HasSubstr("adopted by systemd (PID 1500)"));
@@ -139,8 +180,8 @@ TEST(OrphanHolderTest, NotOrphans) {
     AddProcess(s, p);
     return Count(RunOne(s), "ORPHAN_HOLDER");
   };
-  const Proc worker{.pid = 5001, .gpu = 0, .sm = 0, .ppid = 1, .pgid = 5000,
-                    .parent_comm = "systemd"};
+  const Proc worker{
+      .pid = 5001, .gpu = 0, .sm = 0, .ppid = 1, .pgid = 5000, .parent_comm = "systemd"};
   EXPECT_EQ(orphan_count(worker), 1u);
   Proc p = worker;
   p.pgid = 5001;  // Leads its own group: a job started with nohup from a shell.
@@ -171,8 +212,13 @@ TEST(OrphanHolderTest, NotOrphans) {
 
 TEST(ZombieHolderTest, ParentMustReap) {
   Snapshot s = HealthyServer(2);
-  AddProcess(s, {.pid = 7001, .gpu = 1, .bytes = 5 * kGiB, .sm = 0, .state = ProcessState::kZombie,
-                 .ppid = 7000, .parent_comm = "torchrun"});
+  AddProcess(s, {.pid = 7001,
+                 .gpu = 1,
+                 .bytes = 5 * kGiB,
+                 .sm = 0,
+                 .state = ProcessState::kZombie,
+                 .ppid = 7000,
+                 .parent_comm = "torchrun"});
   auto findings = RunRules(Window(s, 2), {});
   ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
@@ -185,8 +231,13 @@ TEST(ZombieHolderTest, ParentMustReap) {
 
 TEST(ZombieHolderTest, AdoptedByInitMeansTheDriverHoldsIt) {
   Snapshot s = HealthyServer(1);
-  AddProcess(s, {.pid = 7001, .gpu = 0, .sm = 0, .state = ProcessState::kZombie, .ppid = 1,
-                 .pgid = 7000, .parent_comm = "systemd"});
+  AddProcess(s, {.pid = 7001,
+                 .gpu = 0,
+                 .sm = 0,
+                 .state = ProcessState::kZombie,
+                 .ppid = 1,
+                 .pgid = 7000,
+                 .parent_comm = "systemd"});
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
@@ -205,8 +256,8 @@ TEST(ZombieHolderTest, JustExitedIsNotReported) {
 
 TEST(UninterruptibleHolderTest, StuckInD) {
   Snapshot s = HealthyServer(1);
-  AddProcess(s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0,
-                 .state = ProcessState::kDiskSleep});
+  AddProcess(
+      s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0, .state = ProcessState::kDiskSleep});
   auto findings = RunRules(Window(s, 3, 1500), {});
   ASSERT_EQ(Count(findings, "UNINTERRUPTIBLE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "UNINTERRUPTIBLE_HOLDER");
@@ -220,9 +271,9 @@ TEST(UninterruptibleHolderTest, StuckInD) {
 
 TEST(UninterruptibleHolderTest, BriefDIsNormal) {
   Snapshot s = HealthyServer(1);
-  AddProcess(s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0,
-                 .state = ProcessState::kDiskSleep});
-  EXPECT_EQ(Count(RunOne(s), "UNINTERRUPTIBLE_HOLDER"), 0u);                     // One sample.
+  AddProcess(
+      s, {.pid = 8001, .gpu = 0, .bytes = 12 * kGiB, .sm = 0, .state = ProcessState::kDiskSleep});
+  EXPECT_EQ(Count(RunOne(s), "UNINTERRUPTIBLE_HOLDER"), 0u);                        // One sample.
   EXPECT_EQ(Count(RunRules(Window(s, 3, 500), {}), "UNINTERRUPTIBLE_HOLDER"), 0u);  // 1 s.
   auto window = Window(s, 3, 1500);
   window[0].processes[8001].state = ProcessState::kRunning;
@@ -300,8 +351,9 @@ TEST(UnlistedDeviceHolderTest, Reported) {
 
 TEST(UnlistedDeviceHolderTest, ToolsControlFilesAndOfflineAreNot) {
   Snapshot s = HealthyServer(2);
-  AddProcess(s, {.pid = 900, .gpu = 0, .user = "root", .uid = 0, .comm = "nvidia-persiste",
-                 .listed = false});
+  AddProcess(
+      s,
+      {.pid = 900, .gpu = 0, .user = "root", .uid = 0, .comm = "nvidia-persiste", .listed = false});
   AddProcess(s, {.pid = 901, .gpu = 1, .comm = "nvtop", .listed = false});
   HostProcess ctl;
   ctl.pid = 902;

@@ -125,14 +125,15 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     Finding f = MakeFinding(CodeFor(cls), gpus, {}, std::move(message),
                             (gpus.empty() ? 1.0 : static_cast<double>(gpus.size())) + 0.5);
     for (const auto& [xid, n] : group.count) {
-      f.evidence.push_back(NumberEvidence(fmt::format("xid_{}", xid), n, "events",
-                                          fmt::format("{} event{}: {}", n, n == 1 ? "" : "s",
-                                                      ClassifyXid(xid).what)));
+      f.evidence.push_back(NumberEvidence(
+          fmt::format("xid_{}", xid), n, "events",
+          fmt::format("{} event{}: {}", n, n == 1 ? "" : "s", ClassifyXid(xid).what)));
     }
     f.evidence.push_back(NumberEvidence("events", events, "count", fmt::format("{}", events)));
     if (group.last != nullptr) {
-      f.evidence.push_back(NumberEvidence("last_time", static_cast<double>(group.last->time_unix_ms),
-                                          "unix_ms", Safe(group.last->text)));
+      f.evidence.push_back(NumberEvidence("last_time",
+                                          static_cast<double>(group.last->time_unix_ms), "unix_ms",
+                                          Safe(group.last->text)));
     }
     AddCatalogSteps(f);
     out.push_back(std::move(f));

@@ -19,8 +19,8 @@ KernelEvent Xid(unsigned xid, Opt<std::string> pci, int64_t t = kT0 - 5000) {
   e.pci_bus_id = std::move(pci);
   e.xid = xid;
   e.kind = "xid";
-  e.text = fmt::format("NVRM: Xid (PCI:{}): {}, pid=1234, name=python", e.pci_bus_id.value_or("?"),
-                       xid);
+  e.text =
+      fmt::format("NVRM: Xid (PCI:{}): {}, pid=1234, name=python", e.pci_bus_id.value_or("?"), xid);
   return e;
 }
 

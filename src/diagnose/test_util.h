@@ -115,9 +115,9 @@ struct Proc {
   Opt<pid_t> pgid = std::nullopt;  // Defaults to pid (a job leader).
   Opt<pid_t> sid = 3900;
   std::string parent_comm = "bash";
-  bool listed = true;       // The driver lists it (else: device file only).
-  bool in_proc = true;      // /proc has it.
-  bool add_memory = true;   // Add `bytes` to the GPU's used memory.
+  bool listed = true;      // The driver lists it (else: device file only).
+  bool in_proc = true;     // /proc has it.
+  bool add_memory = true;  // Add `bytes` to the GPU's used memory.
 };
 
 inline Gpu* GpuAt(Snapshot& s, unsigned index) {

@@ -49,11 +49,14 @@ Reclaim CollectReclaim(std::span<const Finding> findings) {
   std::set<std::pair<unsigned, pid_t>> seen;
   for (const Finding& f : findings) {
     if (!IsReclaimableHolder(f) || f.gpus.empty()) continue;
+    // Held bytes are known per GPU only for one-GPU findings (listed processes).
     const unsigned gpu = f.gpus.front();
     const pid_t key = f.pids.size() == 1 ? f.pids.front() : -1;
     if (!seen.insert({gpu, key}).second) continue;
-    r.bytes[gpu] += HeldBytes(f);
-    for (pid_t pid : f.pids) r.pids[gpu].insert(pid);
+    if (f.gpus.size() == 1) r.bytes[gpu] += HeldBytes(f);
+    for (unsigned g : f.gpus) {
+      for (pid_t pid : f.pids) r.pids[g].insert(pid);
+    }
   }
   return r;
 }
@@ -94,8 +97,16 @@ std::string UsageText(const Snapshot& latest, const Gpu& gpu) {
     if (gpu.processes.empty()) {
       parts.push_back("no process");
     } else {
+      // The first users by name; the full list is in the per-user holdings.
+      constexpr size_t kShownUsers = 3;
+      std::vector<std::string> shown(users.begin(), users.end());
+      if (shown.size() > kShownUsers) {
+        const size_t more = shown.size() - kShownUsers;
+        shown.resize(kShownUsers);
+        shown.push_back(fmt::format("+{} more", more));
+      }
       parts.push_back(fmt::format("{} process{} ({})", gpu.processes.size(),
-                                  gpu.processes.size() == 1 ? "" : "es", fmt::join(users, ", ")));
+                                  gpu.processes.size() == 1 ? "" : "es", fmt::join(shown, ", ")));
     }
   }
   if (parts.empty()) return "no data";
@@ -138,8 +149,8 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
     }
     const std::set<pid_t> no_pids;
     auto pids_it = reclaim.pids.find(gpu.index);
-    const std::set<pid_t>& reclaimable_pids = pids_it == reclaim.pids.end() ? no_pids
-                                                                            : pids_it->second;
+    const std::set<pid_t>& reclaimable_pids =
+        pids_it == reclaim.pids.end() ? no_pids : pids_it->second;
     int worst = 0;
     bool genuine = false, reclaimable = false;
     for (size_t k = 0; k < ranked.size(); ++k) {
@@ -154,9 +165,9 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         if (gpu.memory.used_bytes && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0) {
           const uint64_t used = *gpu.memory.used_bytes;
           const uint64_t after = used > v.reclaimable_bytes ? used - v.reclaimable_bytes : 0;
-          clears = 100.0 * static_cast<double>(after) /
-                       static_cast<double>(*gpu.memory.total_bytes) <
-                   options.vram_full_pct;
+          clears =
+              100.0 * static_cast<double>(after) / static_cast<double>(*gpu.memory.total_bytes) <
+              options.vram_full_pct;
           if (options.need) {
             const uint64_t free = internal::FreeBytes(gpu).value_or(0);
             clears = clears && free + v.reclaimable_bytes >= options.need->bytes_per_gpu;
@@ -173,8 +184,8 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         genuine = true;
       }
     }
-    const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes &&
-                         !gpu.utilization_gpu_pct && !gpu.temperature_c;
+    const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes && !gpu.utilization_gpu_pct &&
+                         !gpu.temperature_c;
     if (worst == VerdictRank(Verdict::kFault)) {
       v.verdict = Verdict::kFault;
     } else if (worst == VerdictRank(Verdict::kDegraded)) {
@@ -203,8 +214,8 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
     } else {
       detail = UsageText(latest, gpu);
       if (v.reclaimable_bytes > 0) {
-        detail += fmt::format("; {} held by idle or stuck holders",
-                              FormatBytes(v.reclaimable_bytes));
+        detail +=
+            fmt::format("; {} held by idle or stuck holders", FormatBytes(v.reclaimable_bytes));
       }
     }
     std::vector<std::string_view> codes;
@@ -235,13 +246,13 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
   if (worst == VerdictRank(Verdict::kFault)) return Verdict::kFault;
   if (worst == VerdictRank(Verdict::kDegraded)) return Verdict::kDegraded;
 
-  const bool any_known = std::any_of(gpus.begin(), gpus.end(), [](const GpuVerdict& g) {
-    return g.verdict != Verdict::kUnknown;
-  });
+  const bool any_known = std::any_of(
+      gpus.begin(), gpus.end(), [](const GpuVerdict& g) { return g.verdict != Verdict::kUnknown; });
   if (!any_known || (server_unknown && gpus.empty())) return Verdict::kUnknown;
 
   if (options.need) {
-    const bool blocked = CountCode(ranked, "FRAGMENTED") + CountCode(ranked, "NEED_UNSATISFIABLE") > 0;
+    const bool blocked =
+        CountCode(ranked, "FRAGMENTED") + CountCode(ranked, "NEED_UNSATISFIABLE") > 0;
     if (!blocked) return Verdict::kOk;
     // Would it fit once the reclaimable holders are gone?
     const Reclaim reclaim = CollectReclaim(ranked);
@@ -274,7 +285,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
   const size_t n = gpus.size();
   const std::string head(VerdictName(server));
   auto count_verdict = [&](Verdict v) {
-    return std::count_if(gpus.begin(), gpus.end(), [&](const GpuVerdict& g) { return g.verdict == v; });
+    return std::count_if(gpus.begin(), gpus.end(),
+                         [&](const GpuVerdict& g) { return g.verdict == v; });
   };
 
   if (server == Verdict::kFault || server == Verdict::kDegraded) {
@@ -289,8 +301,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
         continue;
       }
       const bool same_gpus =
-          !f.gpus.empty() && std::all_of(f.gpus.begin(), f.gpus.end(),
-                                         [&](unsigned g) { return About(*top, g); });
+          !f.gpus.empty() &&
+          std::all_of(f.gpus.begin(), f.gpus.end(), [&](unsigned g) { return About(*top, g); });
       if (!same_gpus) ++more;
     }
     if (top == nullptr) return head;
@@ -300,16 +312,26 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
                           server == Verdict::kFault ? "fault" : "health", more == 1 ? "" : "s");
     }
     if (!top->gpus.empty() && n > 0) {
-      size_t others_ok = 0;
+      // The other GPUs, by verdict: "7 other GPUs OK" or "other GPUs: 5 OK, 2 BUSY".
+      std::map<int, std::pair<Verdict, size_t>> others;  // Best verdict first.
+      size_t count = 0;
       for (const GpuVerdict& g : gpus) {
-        if (g.verdict == Verdict::kOk && !About(*top, g.index)) ++others_ok;
+        if (About(*top, g.index)) continue;
+        auto& entry = others[g.verdict == Verdict::kOk
+                                 ? -1
+                                 : VerdictRank(g.verdict) * 10 + static_cast<int>(g.verdict)];
+        entry = {g.verdict, entry.second + 1};
+        ++count;
       }
-      const size_t others = n - top->gpus.size();
-      if (others > 0) {
-        text += others_ok == others
-                    ? fmt::format("; {} other GPU{} OK", others, others == 1 ? "" : "s")
-                    : fmt::format("; {} of {} other GPU{} OK", others_ok, others,
-                                  others == 1 ? "" : "s");
+      if (count > 0 && others.size() == 1) {
+        text += fmt::format("; {} other GPU{} {}", count, count == 1 ? "" : "s",
+                            VerdictName(others.begin()->second.first));
+      } else if (count > 0) {
+        std::vector<std::string> parts;
+        for (const auto& [rank, entry] : others) {
+          parts.push_back(fmt::format("{} {}", entry.second, VerdictName(entry.first)));
+        }
+        text += fmt::format("; other GPUs: {}", fmt::join(parts, ", "));
       }
     }
     return text;
@@ -317,7 +339,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
 
   if (server == Verdict::kUnknown) {
     for (const Finding& f : ranked) {
-      if (f.implies == Verdict::kUnknown) return fmt::format("{} — could not look: {}", head, f.message);
+      if (f.implies == Verdict::kUnknown)
+        return fmt::format("{} — could not look: {}", head, f.message);
     }
     return n == 0 ? head + " — no GPU data" : head + " — no data from any GPU";
   }
@@ -341,8 +364,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
   holder_word("INVISIBLE_HOLDER", "invisible holder", "invisible holders");
   std::string holders;
   if (!holder_parts.empty()) {
-    holders = fmt::format("{} could free {}", fmt::join(holder_parts, ", "),
-                          FormatBytes(reclaim_total));
+    holders =
+        fmt::format("{} could free {}", fmt::join(holder_parts, ", "), FormatBytes(reclaim_total));
   }
 
   if (server == Verdict::kBusy || server == Verdict::kReclaimable) {
@@ -356,17 +379,19 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
       if (const Finding* f = FirstWithCode(ranked, code)) parts.push_back(f->message);
     }
     if (vram > 0) {
-      parts.push_back(options.need ? fmt::format("{}/{} GPUs full or short of your {} per GPU", vram,
-                                                 n, FormatBytes(options.need->bytes_per_gpu))
-                                   : fmt::format("{}/{} GPUs ≥ {:.0f} % VRAM", vram, n,
-                                                 options.vram_full_pct));
+      parts.push_back(
+          options.need ? fmt::format("{}/{} GPUs full or short of your {} per GPU", vram, n,
+                                     FormatBytes(options.need->bytes_per_gpu))
+                       : fmt::format("{}/{} GPUs ≥ {:.0f} % VRAM", vram, n, options.vram_full_pct));
     }
     if (sat > 0) {
-      parts.push_back(fmt::format("{}/{} GPUs ≥ {:.0f} % busy and shared", sat, n,
-                                  options.saturated_util_pct));
+      parts.push_back(
+          fmt::format("{}/{} GPUs ≥ {:.0f} % busy and shared", sat, n, options.saturated_util_pct));
     }
-    if (excl > 0) parts.push_back(fmt::format("{} GPU{} taken in exclusive mode", excl, excl == 1 ? "" : "s"));
-    if (prohib > 0) parts.push_back(fmt::format("{} GPU{} prohibited", prohib, prohib == 1 ? "" : "s"));
+    if (excl > 0)
+      parts.push_back(fmt::format("{} GPU{} taken in exclusive mode", excl, excl == 1 ? "" : "s"));
+    if (prohib > 0)
+      parts.push_back(fmt::format("{} GPU{} prohibited", prohib, prohib == 1 ? "" : "s"));
     if (server == Verdict::kReclaimable) {
       kind = "memory held without work";
     } else if (vram > 0 || CountCode(ranked, "FRAGMENTED") > 0 ||
@@ -378,7 +403,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
       kind = "configuration";
     }
     if (!holders.empty()) parts.push_back(holders);
-    if (parts.empty()) parts.push_back(fmt::format("{}/{} GPUs busy", count_verdict(Verdict::kBusy), n));
+    if (parts.empty())
+      parts.push_back(fmt::format("{}/{} GPUs busy", count_verdict(Verdict::kBusy), n));
     return fmt::format("{} — {}: {}", head, kind, fmt::join(parts, "; "));
   }
 
@@ -392,11 +418,13 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
   } else {
     std::vector<unsigned> busy_gpus;
     for (const GpuVerdict& g : gpus) {
-      if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable) busy_gpus.push_back(g.index);
+      if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable)
+        busy_gpus.push_back(g.index);
     }
     text = fmt::format("{} — {} of {} GPU{} free", head, ok, n, n == 1 ? "" : "s");
     if (busy > 0) text += fmt::format("; busy: GPU {}", GpuList(busy_gpus));
-    if (unknown > 0) text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
+    if (unknown > 0)
+      text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
   }
   if (const Finding* fits = FirstWithCode(ranked, "NEED_FITS")) text += "; " + fits->message;
   if (!holders.empty()) text += "; " + holders;
@@ -433,7 +461,8 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
       } else {
         ++h.memory_unknown;
       }
-      if (auto it = idle.find({gpu.index, p.pid}); it != idle.end()) h.idle_vram_bytes += it->second;
+      if (auto it = idle.find({gpu.index, p.pid}); it != idle.end())
+        h.idle_vram_bytes += it->second;
     }
   }
   std::vector<UserHolding> out;

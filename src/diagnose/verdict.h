@@ -35,9 +35,9 @@ struct GpuVerdict {
 struct UserHolding {
   std::string user;  // "alice", "uid 1001", or "?" when /proc did not say.
   Opt<uid_t> uid;
-  std::vector<unsigned> gpus;  // Ascending.
-  std::vector<pid_t> pids;     // Ascending.
-  uint64_t vram_bytes = 0;     // Sum of known per-process memory.
+  std::vector<unsigned> gpus;    // Ascending.
+  std::vector<pid_t> pids;       // Ascending.
+  uint64_t vram_bytes = 0;       // Sum of known per-process memory.
   uint64_t idle_vram_bytes = 0;  // Part of it in IDLE, ORPHAN and ZOMBIE holders.
   unsigned memory_unknown = 0;   // Process entries whose memory is unknown.
 };
@@ -46,7 +46,7 @@ struct Diagnosis {
   Verdict server = Verdict::kUnknown;
   std::string summary;  // "BUSY — resource shortage: 7/8 GPUs ≥ 95 % VRAM; ..."
   std::vector<GpuVerdict> gpus;
-  std::vector<Finding> findings;  // Ranked (RankFindings).
+  std::vector<Finding> findings;   // Ranked (RankFindings).
   std::vector<UserHolding> users;  // Most VRAM first.
 };
 

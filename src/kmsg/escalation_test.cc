@@ -27,7 +27,7 @@ KernelEvent Xid(unsigned xid, const std::string& gpu, const std::string& boot, i
   return ev;
 }
 
-TEST(EscalateReboots, RecurringAfterTwoRebootsNeedsInspection) {
+TEST(KmsgEscalateReboots, RecurringAfterTwoRebootsNeedsInspection) {
   const std::vector<KernelEvent> ev = {Boot("b0"), Xid(79, kGpuA, "b0"), Boot("b1"), Boot("b2"),
                                        Xid(79, kGpuA, "b2")};
   const auto out = Escalate(ev);
@@ -42,25 +42,25 @@ TEST(EscalateReboots, RecurringAfterTwoRebootsNeedsInspection) {
   EXPECT_NE(out[0].reason.find("Xid 79"), std::string::npos);
 }
 
-TEST(EscalateReboots, OneRebootIsNotEnough) {
+TEST(KmsgEscalateReboots, OneRebootIsNotEnough) {
   EXPECT_TRUE(Escalate({Xid(79, kGpuA, "b0"), Xid(79, kGpuA, "b1")}).empty());
   EscalationPolicy p;
   p.min_reboots = 1;
   EXPECT_EQ(Escalate({Xid(79, kGpuA, "b0"), Xid(79, kGpuA, "b1")}, p).size(), 1u);
 }
 
-TEST(EscalateReboots, ManyTimesInOneBootIsNotEnough) {
+TEST(KmsgEscalateReboots, ManyTimesInOneBootIsNotEnough) {
   std::vector<KernelEvent> ev;
   for (int i = 0; i < 50; ++i) ev.push_back(Xid(119, kGpuA, "b0"));
   EXPECT_TRUE(Escalate(ev).empty());
 }
 
-TEST(EscalateReboots, OtherGpuOrOtherXidDoesNotCount) {
+TEST(KmsgEscalateReboots, OtherGpuOrOtherXidDoesNotCount) {
   EXPECT_TRUE(Escalate({Xid(79, kGpuA, "b0"), Boot("b1"), Xid(79, kGpuB, "b2")}).empty());
   EXPECT_TRUE(Escalate({Xid(79, kGpuA, "b0"), Boot("b1"), Xid(48, kGpuA, "b2")}).empty());
 }
 
-TEST(EscalateReboots, ApplicationXidsNeverEscalateToHardware) {
+TEST(KmsgEscalateReboots, ApplicationXidsNeverEscalateToHardware) {
   const std::vector<KernelEvent> ev = {Xid(13, kGpuA, "b0", 1000, 1), Xid(13, kGpuA, "b1", 2000, 1),
                                        Xid(13, kGpuA, "b2", 3000, 1), Xid(43, kGpuA, "b3"),
                                        Xid(43, kGpuA, "b5"),          Xid(45, kGpuA, "b0"),
@@ -68,7 +68,7 @@ TEST(EscalateReboots, ApplicationXidsNeverEscalateToHardware) {
   for (const auto& e : Escalate(ev)) EXPECT_NE(e.kind, EscalationKind::kHardwareInspection);
 }
 
-TEST(EscalateReboots, NoticesCountAsTheirXid) {
+TEST(KmsgEscalateReboots, NoticesCountAsTheirXid) {
   KernelEvent fell;
   fell.kind = kKindFallenOffBus;
   fell.pci_bus_id = kGpuA;
@@ -95,7 +95,7 @@ TEST(EscalateReboots, NoticesCountAsTheirXid) {
   EXPECT_EQ(out[2].xids, std::vector<unsigned>{119});
 }
 
-TEST(EscalateReboots, EventsWithoutBusIdAreIgnored) {
+TEST(KmsgEscalateReboots, EventsWithoutBusIdAreIgnored) {
   KernelEvent a = Xid(79, kGpuA, "b0");
   a.pci_bus_id.reset();
   KernelEvent b = a;
@@ -105,7 +105,7 @@ TEST(EscalateReboots, EventsWithoutBusIdAreIgnored) {
 
 // --- Xid 13 / 31 workflow ---------------------------------------------------
 
-TEST(EscalateWorkflow, SameGpuDifferentProcessesRunsDiagnostics) {
+TEST(KmsgEscalateWorkflow, SameGpuDifferentProcessesRunsDiagnostics) {
   const std::vector<KernelEvent> ev = {
       Xid(31, kGpuA, "b0", 1'000'000, 100), Xid(31, kGpuA, "b0", 1'000'500, 100),
       Xid(13, kGpuA, "b0", 2'000'000, 200),  // 1000 s later: a second burst.
@@ -120,21 +120,21 @@ TEST(EscalateWorkflow, SameGpuDifferentProcessesRunsDiagnostics) {
   EXPECT_EQ(out[0].xids, (std::vector<unsigned>{13, 31}));
 }
 
-TEST(EscalateWorkflow, SameProcessRepeatingIsTheApplication) {
+TEST(KmsgEscalateWorkflow, SameProcessRepeatingIsTheApplication) {
   const std::vector<KernelEvent> ev = {Xid(31, kGpuA, "b0", 1'000'000, 100),
                                        Xid(31, kGpuA, "b0", 2'000'000, 100),
                                        Xid(31, kGpuA, "b0", 3'000'000, 100)};
   EXPECT_TRUE(Escalate(ev).empty());
 }
 
-TEST(EscalateWorkflow, OneBurstIsSolo) {
+TEST(KmsgEscalateWorkflow, OneBurstIsSolo) {
   // Two processes faulting within the same minute: one burst.
   const std::vector<KernelEvent> ev = {Xid(13, kGpuA, "b0", 1'000'000, 100),
                                        Xid(13, kGpuA, "b0", 1'010'000, 200)};
   EXPECT_TRUE(Escalate(ev).empty());
 }
 
-TEST(EscalateWorkflow, DifferentGpusPointAtTheApplication) {
+TEST(KmsgEscalateWorkflow, DifferentGpusPointAtTheApplication) {
   const std::vector<KernelEvent> ev = {Xid(31, kGpuA, "b0", 1'000'000, 100),
                                        Xid(31, kGpuB, "b0", 2'000'000, 200)};
   const auto out = Escalate(ev);
@@ -143,7 +143,7 @@ TEST(EscalateWorkflow, DifferentGpusPointAtTheApplication) {
   EXPECT_EQ(out[0].pci_bus_ids, (std::vector<std::string>{kGpuA, kGpuB}));
 }
 
-TEST(EscalateWorkflow, RepeatedOnSeveralGpusIsTheApplication) {
+TEST(KmsgEscalateWorkflow, RepeatedOnSeveralGpusIsTheApplication) {
   std::vector<KernelEvent> ev;
   for (long p = 1; p <= 4; ++p) {
     ev.push_back(Xid(13, kGpuA, "b0", p * 1'000'000, p));
@@ -154,7 +154,7 @@ TEST(EscalateWorkflow, RepeatedOnSeveralGpusIsTheApplication) {
   EXPECT_EQ(out[0].kind, EscalationKind::kCheckApplication);
 }
 
-TEST(EscalateWorkflow, UnknownPidBurstsCountAsDifferentProcesses) {
+TEST(KmsgEscalateWorkflow, UnknownPidBurstsCountAsDifferentProcesses) {
   const std::vector<KernelEvent> ev = {Xid(13, kGpuA, "b0", 1'000'000),
                                        Xid(13, kGpuA, "b0", 1'000'001),
                                        Xid(13, kGpuA, "b0", 9'000'000)};
@@ -164,7 +164,7 @@ TEST(EscalateWorkflow, UnknownPidBurstsCountAsDifferentProcesses) {
   EXPECT_EQ(out[0].bursts, 2);
 }
 
-TEST(EscalateWorkflow, BurstsDoNotSpanBoots) {
+TEST(KmsgEscalateWorkflow, BurstsDoNotSpanBoots) {
   // Same pid number in two boots: two processes.
   const std::vector<KernelEvent> ev = {Xid(31, kGpuA, "b0", 1'000'000, 100),
                                        Xid(31, kGpuA, "b1", 1'000'100, 100)};

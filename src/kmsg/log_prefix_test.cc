@@ -16,7 +16,7 @@ LinePrefix P(std::string_view prefix, int64_t reference = testing::kReferenceMs,
   return ParseLinePrefix(prefix, ctx, local);
 }
 
-TEST(LinePrefix, DmesgMonotonic) {
+TEST(KmsgLinePrefix, DmesgMonotonic) {
   auto p = P("[ 1234.567890] ");
   EXPECT_DOUBLE_EQ(*p.monotonic_s, 1234.56789);
   EXPECT_FALSE(p.time_unix_ms);
@@ -26,14 +26,14 @@ TEST(LinePrefix, DmesgMonotonic) {
   EXPECT_FALSE(P("[123] ").monotonic_s);  // A pid in brackets is not a time.
 }
 
-TEST(LinePrefix, DmesgHumanTime) {
+TEST(KmsgLinePrefix, DmesgHumanTime) {
   EXPECT_EQ(P("[Fri Aug 30 11:43:09 2024] ").time_unix_ms, 1725018189000);
   EXPECT_EQ(P("[Sat Aug  3 11:43:09 2024] ").time_unix_ms, 1722685389000);
   EXPECT_FALSE(P("[Fri Foo 30 11:43:09 2024] ").time_unix_ms);
   EXPECT_FALSE(P("[Fri Aug 30 25:43:09 2024] ").time_unix_ms);
 }
 
-TEST(LinePrefix, Iso) {
+TEST(KmsgLinePrefix, Iso) {
   EXPECT_EQ(P("2024-08-30T11:43:09.123456+00:00 host kernel: ").time_unix_ms, 1725018189123);
   EXPECT_EQ(P("2024-08-30T11:43:09Z host kernel: ").time_unix_ms, 1725018189000);
   EXPECT_EQ(P("2024-08-30T13:43:09+0200 host kernel: ").time_unix_ms, 1725018189000);
@@ -42,7 +42,7 @@ TEST(LinePrefix, Iso) {
   EXPECT_EQ(P("2024-08-30 11:43:09 host kernel: ").time_unix_ms, 1725018189000);  // Local = UTC.
 }
 
-TEST(LinePrefix, SyslogYearInference) {
+TEST(KmsgLinePrefix, SyslogYearInference) {
   EXPECT_EQ(P("Aug 30 11:43:09 host kernel: ").time_unix_ms, 1725018189000);  // Read in 2025-06.
   // New Year: "Dec 31" read on 2025-01-02 is 2024; "Jan  1" read then is 2025.
   EXPECT_EQ(P("Dec 31 23:59:59 host kernel: ", 1735776000000).time_unix_ms, 1735689599000);
@@ -53,7 +53,7 @@ TEST(LinePrefix, SyslogYearInference) {
   EXPECT_DOUBLE_EQ(*both.monotonic_s, 42.000001);
 }
 
-TEST(LinePrefix, KernelTagOnly) {
+TEST(KmsgLinePrefix, KernelTagOnly) {
   EXPECT_TRUE(P("Aug 30 11:43:09 host kernel: ").from_kernel);
   EXPECT_FALSE(P("Aug 30 11:43:09 host gpud[123]: ").from_kernel);
   EXPECT_FALSE(P("2024-08-30T11:43:09+00:00 host python3: ").from_kernel);
@@ -62,7 +62,7 @@ TEST(LinePrefix, KernelTagOnly) {
   EXPECT_TRUE(P("").from_kernel);
 }
 
-TEST(LinePrefix, KmsgAndLevels) {
+TEST(KmsgLinePrefix, KmsgAndLevels) {
   auto k = P("6,1000,123456789,-;", 0, 1'000'000);
   EXPECT_DOUBLE_EQ(*k.monotonic_s, 123.456789);
   EXPECT_EQ(k.time_unix_ms, 1'000'000 + 123456);
@@ -75,7 +75,7 @@ TEST(LinePrefix, KmsgAndLevels) {
   EXPECT_DOUBLE_EQ(*P("kern  :warn  : [   12.500000] ").monotonic_s, 12.5);  // dmesg -x.
 }
 
-TEST(LinePrefix, GarbageHasNoTime) {
+TEST(KmsgLinePrefix, GarbageHasNoTime) {
   for (std::string_view g : {"\x01\x02\xff", "[", "[ 12.", "2024-13-40T99:99:99 ", "Foo 1 ",
                              "Aug 99 11:43:09 h kernel: ", "[Fri Aug 30 11:43:09 24] "}) {
     const auto p = P(g);

@@ -588,6 +588,7 @@ bool NvrmParser::TryContinuation(std::string_view body, std::string_view raw) {
         size_t used = 0;
         auto pci = ReadPci(body.substr(4), &used);
         if (!pci || (pending_.pci_bus_id && *pci != *pending_.pci_bus_id)) return false;
+        if (body.substr(4 + used, 1) != ":") return false;
         msg = Trim(body.substr(4 + used + 1));
       }
       if (!StartsWith(msg, "rm_init_adapter failed")) return false;

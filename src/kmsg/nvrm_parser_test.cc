@@ -633,6 +633,34 @@ TEST(NvrmMalformed, BrokenXidLinesAreSkipped) {
   EXPECT_GE(p.stats().unrecognised_lines, 5u);
 }
 
+// Lines cut right after a bus id, found by fuzzing mutated real lines.
+TEST(NvrmMalformed, CutAfterTheBusId) {
+  auto ev = Parse(
+      "NVRM: GPU 0000:81:00.0: RmInitAdapter failed! (0x25:0x40:1470)\n"
+      "NVRM: GPU 0000:81:00.0\n"
+      "NVRM: RmInitAdapter failed! (0x26:0xffff:1375)\n"
+      "NVRM: GPU 0000:81:00.0:\n"
+      "NVRM: GPU at PCI:0000:2b:00\n"
+      "NVRM: GPU at PCI:0000:2b:00:\n"
+      "NVRM: GPU 0000:5d:00.0: GPU serial number is \n"
+      "NVRM: Xid (PCI:0000:3b:00 GPU-I:\n"
+      "NVRM: Xid (PCI:0000:3b:00 GPU-CI:): 13\n"
+      "NVRM: Xid (PCI:0000:3b:00): 13, pid=\n"
+      "NVRM: Xid (PCI:0000:3b:00): 13, name=\n"
+      "NVRM: GPU4 GSP RPC buffer contains function\n"
+      "NVRM: Rate limiting GSP RPC error prints for GPU at \n");
+  ASSERT_EQ(ev.size(), 6u);  // An empty serial or rate-limit notice says nothing.
+  EXPECT_EQ(ev[0].kind, "rm_init_adapter_failed");
+  EXPECT_EQ(ev[0].pci_bus_id, "00000000:81:00.0");
+  EXPECT_EQ(ev[1].kind, "rm_init_adapter_failed");
+  EXPECT_FALSE(ev[1].pci_bus_id);
+  EXPECT_EQ(ev[2].xid, 13u);
+  EXPECT_FALSE(ev[2].compute_instance);
+  EXPECT_FALSE(ev[3].pid);
+  EXPECT_FALSE(ev[4].process_name);
+  EXPECT_EQ(ev[5].kind, "gsp_rpc_timeout");
+}
+
 TEST(NvrmMalformed, BinaryGarbageAndNulBytes) {
   const std::string nul_one("\x00\x01", 2);
   std::string text = nul_one + "NVRM\xff\xfe\n";

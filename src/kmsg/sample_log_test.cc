@@ -17,7 +17,7 @@ namespace {
 const char kSample[] =
     GW_SOURCE_DIR "/../shared/research/samples/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
 
-class SampleLog : public ::testing::Test {
+class KmsgSampleLog : public ::testing::Test {
  protected:
   void SetUp() override {
     struct stat st {};
@@ -34,7 +34,7 @@ class SampleLog : public ::testing::Test {
   ReadResult result_;
 };
 
-TEST_F(SampleLog, Xid119Events) {
+TEST_F(KmsgSampleLog, Xid119Events) {
   const auto xids = testing::OfKind(result_.events, "xid");
   ASSERT_EQ(xids.size(), 5u);
   const struct {
@@ -65,7 +65,7 @@ TEST_F(SampleLog, Xid119Events) {
   }
 }
 
-TEST_F(SampleLog, GspAndIdentityEvents) {
+TEST_F(KmsgSampleLog, GspAndIdentityEvents) {
   const auto& ev = result_.events;
   // gpu_uuid, board_serial, xid, gsp_rpc_timeout, xid, xid, rate limit, xid, xid.
   ASSERT_EQ(ev.size(), 9u);
@@ -87,7 +87,7 @@ TEST_F(SampleLog, GspAndIdentityEvents) {
   EXPECT_EQ(result_.used[0], kSample);
 }
 
-TEST_F(SampleLog, CatalogSaysResetNotHardware) {
+TEST_F(KmsgSampleLog, CatalogSaysResetNotHardware) {
   const auto xids = testing::OfKind(result_.events, "xid");
   ASSERT_FALSE(xids.empty());
   const XidAssessment a = AssessXid(xids[0]);

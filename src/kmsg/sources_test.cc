@@ -67,9 +67,9 @@ const char kLog[] =
 
 // --- Files -------------------------------------------------------------------
 
-using Files = TempDir;
+using KmsgFiles = TempDir;
 
-TEST_F(Files, ExplicitPlainFile) {
+TEST_F(KmsgFiles, ExplicitPlainFile) {
   ReadOptions o;
   o.kernel_log_file = Write("dmesg.txt", kLog);
   auto r = ReadKernelEvents(o);
@@ -83,7 +83,7 @@ TEST_F(Files, ExplicitPlainFile) {
   EXPECT_EQ(r->sources[0].events, 2u);
 }
 
-TEST_F(Files, ExplicitGzipFileIsDetectedByContent) {
+TEST_F(KmsgFiles, ExplicitGzipFileIsDetectedByContent) {
   ReadOptions o;
   o.kernel_log_file = WriteGzip("kern.log.2.gz", kLog);
   auto r = ReadKernelEvents(o);
@@ -98,7 +98,7 @@ TEST_F(Files, ExplicitGzipFileIsDetectedByContent) {
   EXPECT_EQ(r2->events.size(), 2u);
 }
 
-TEST_F(Files, ConcatenatedGzipMembers) {
+TEST_F(KmsgFiles, ConcatenatedGzipMembers) {
   const std::string a = Slurp(WriteGzip("a.gz", kLog));
   const std::string b = Slurp(WriteGzip("b.gz", "NVRM: Xid (PCI:0000:3b:00): 48, x\n"));
   ReadOptions o;
@@ -110,7 +110,7 @@ TEST_F(Files, ConcatenatedGzipMembers) {
   EXPECT_TRUE(r->sources[0].reason.empty()) << r->sources[0].reason;
 }
 
-TEST_F(Files, TruncatedGzipKeepsWhatWasReadable) {
+TEST_F(KmsgFiles, TruncatedGzipKeepsWhatWasReadable) {
   std::string log = kLog;
   for (int i = 0; i < 20000; ++i) {
     log += "[Sun Feb 23 16:24:19 2025] audit: type=1400 audit(" + std::to_string(i) +
@@ -126,7 +126,7 @@ TEST_F(Files, TruncatedGzipKeepsWhatWasReadable) {
   EXPECT_NE(r->sources[0].reason.find("ends early"), std::string::npos) << r->sources[0].reason;
 }
 
-TEST_F(Files, DamagedGzipIsAWarningNotAnError) {
+TEST_F(KmsgFiles, DamagedGzipIsAWarningNotAnError) {
   ReadOptions o;
   o.kernel_log_file =
       Write("bad.gz", std::string("\x1f\x8b\x08\x00garbage that is not deflate", 31));
@@ -136,7 +136,7 @@ TEST_F(Files, DamagedGzipIsAWarningNotAnError) {
   EXPECT_FALSE(r->sources[0].reason.empty());
 }
 
-TEST_F(Files, MissingFileAndDirectory) {
+TEST_F(KmsgFiles, MissingFileAndDirectory) {
   ReadOptions o;
   o.kernel_log_file = Path("nope");
   auto r = ReadKernelEvents(o);
@@ -148,7 +148,7 @@ TEST_F(Files, MissingFileAndDirectory) {
   EXPECT_EQ(r2.error().code, "unreadable");
 }
 
-TEST_F(Files, LinesLongerThanTheBufferAreSkippedPastNotFatal) {
+TEST_F(KmsgFiles, LinesLongerThanTheBufferAreSkippedPastNotFatal) {
   std::string log = "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=a, " + std::string(10 << 20, 'x');
   log += "\n" + std::string(20 << 20, 'y') + "\n";
   log += std::string(9 << 20, 'z') + "NVRM: Xid (PCI:0000:3b:00): 79, deep\n";
@@ -167,7 +167,7 @@ TEST_F(Files, LinesLongerThanTheBufferAreSkippedPastNotFatal) {
   EXPECT_EQ(parser.stats().truncated_lines, 1u);
 }
 
-TEST_F(Files, RotatedFamilyOrder) {
+TEST_F(KmsgFiles, RotatedFamilyOrder) {
   for (const char* n :
        {"kern.log", "kern.log.1", "kern.log.2.gz", "kern.log.10.gz", "kern.log-20240101.gz",
         "kern.log-20231201", "kern.logx", "kern.log.bak", "kern.log.1.old"}) {
@@ -180,7 +180,7 @@ TEST_F(Files, RotatedFamilyOrder) {
   EXPECT_TRUE(RotatedFamily(Path("syslog")).empty());
 }
 
-TEST_F(Files, RotatedSyslogAcrossBootsEscalates) {
+TEST_F(KmsgFiles, RotatedSyslogAcrossBootsEscalates) {
   // Three boots over three rotated files; Xid 79 on the same GPU in the
   // oldest and the newest: two reboots apart.
   WriteGzip("kern.log.2.gz",
@@ -220,7 +220,7 @@ TEST_F(Files, RotatedSyslogAcrossBootsEscalates) {
   EXPECT_EQ(esc[0].reboots, 2);
 }
 
-TEST_F(Files, NoFamilyIsUnavailable) {
+TEST_F(KmsgFiles, NoFamilyIsUnavailable) {
   auto files = LogFileSource::FirstFamily({Path("kern.log"), Path("syslog")});
   auto r = files->Read(SourceContext{});
   ASSERT_FALSE(r.ok());
@@ -230,7 +230,7 @@ TEST_F(Files, NoFamilyIsUnavailable) {
 
 // --- /dev/kmsg -------------------------------------------------------------
 
-TEST(Kmsg, RecordsFromAFakeDevice) {
+TEST(KmsgDevice, RecordsFromAFakeDevice) {
   FakeKmsgDevice dev({
       "6,1,1000,-;usb 1-1: new device\n SUBSYSTEM=usb\n",
       "4,2,2500000,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=42, name=python3, Graphics Exception\n",
@@ -254,7 +254,7 @@ TEST(Kmsg, RecordsFromAFakeDevice) {
   EXPECT_EQ(r->boots[0].start_unix_ms, 1'700'000'000'000);
 }
 
-TEST(Kmsg, LinuxVersionRecordIsTheBootEvent) {
+TEST(KmsgDevice, LinuxVersionRecordIsTheBootEvent) {
   FakeKmsgDevice dev({"5,0,0,-;Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"});
   KmsgSource src(dev);
   SourceContext ctx;
@@ -266,7 +266,7 @@ TEST(Kmsg, LinuxVersionRecordIsTheBootEvent) {
   EXPECT_EQ(r->events[0].boot_id, "current");
 }
 
-TEST(Kmsg, UnavailableDevice) {
+TEST(KmsgDevice, UnavailableDevice) {
   FakeKmsgDevice dev({}, MakeError("unavailable", "/dev/kmsg: Operation not permitted"));
   KmsgSource src(dev);
   auto r = src.Read(SourceContext{});
@@ -278,7 +278,7 @@ TEST(Kmsg, UnavailableDevice) {
   EXPECT_EQ(s.error().code, "unavailable");
 }
 
-TEST(Kmsg, RealDeviceRecordsHaveHeaders) {
+TEST(KmsgDevice, RealDeviceRecordsHaveHeaders) {
   DevKmsg dev;
   if (!dev.Open().ok()) GTEST_SKIP() << "/dev/kmsg is not readable here";
   std::string rec;
@@ -336,7 +336,7 @@ std::vector<std::string> CannedJournal() {
   };
 }
 
-TEST(Journal, JsonReaderBootsBytesAndMultiLine) {
+TEST(KmsgJournal, JsonReaderBootsBytesAndMultiLine) {
   JournalJsonReader reader(/*reversed=*/true);
   for (const auto& l : CannedJournal()) reader.AddLine(l);
   SourceRead r = reader.Finish();
@@ -362,9 +362,9 @@ TEST(Journal, JsonReaderBootsBytesAndMultiLine) {
   EXPECT_TRUE(esc.empty());  // One reboot only.
 }
 
-using JournalProcess = TempDir;
+using KmsgJournalProcess = TempDir;
 
-TEST_F(JournalProcess, FakeJournalctlIsSpawnedWithArgv) {
+TEST_F(KmsgJournalProcess, FakeJournalctlIsSpawnedWithArgv) {
   std::string lines;
   for (const auto& l : CannedJournal()) lines += l + "\n";
   Write("out.json", lines);
@@ -380,7 +380,7 @@ TEST_F(JournalProcess, FakeJournalctlIsSpawnedWithArgv) {
             "-o\njson\n--no-pager\n--reverse\n--since=@1234567\n_TRANSPORT=kernel\n");
 }
 
-TEST_F(JournalProcess, MissingJournalctlIsUnavailable) {
+TEST_F(KmsgJournalProcess, MissingJournalctlIsUnavailable) {
   JournalSource src(Path("no-such-journalctl"));
   auto r = src.Read(SourceContext{});
   ASSERT_FALSE(r.ok());
@@ -388,7 +388,7 @@ TEST_F(JournalProcess, MissingJournalctlIsUnavailable) {
   EXPECT_NE(r.error().message.find("not found"), std::string::npos);
 }
 
-TEST_F(JournalProcess, HangingJournalctlIsCutAtTheDeadline) {
+TEST_F(KmsgJournalProcess, HangingJournalctlIsCutAtTheDeadline) {
   JournalSource src(WriteScript("journalctl", "exec sleep 30\n"), 300);
   auto r = src.Read(SourceContext{});
   ASSERT_FALSE(r.ok());
@@ -396,7 +396,7 @@ TEST_F(JournalProcess, HangingJournalctlIsCutAtTheDeadline) {
   EXPECT_NE(r.error().message.find("deadline"), std::string::npos);
 }
 
-TEST_F(JournalProcess, SlowJournalctlKeepsWhatArrivedBeforeTheDeadline) {
+TEST_F(KmsgJournalProcess, SlowJournalctlKeepsWhatArrivedBeforeTheDeadline) {
   std::string lines;
   for (const auto& l : CannedJournal()) lines += l + "\n";
   Write("out.json", lines);
@@ -410,7 +410,7 @@ TEST_F(JournalProcess, SlowJournalctlKeepsWhatArrivedBeforeTheDeadline) {
       << r->warnings.back();
 }
 
-TEST_F(JournalProcess, NoPermissionAndFailure) {
+TEST_F(KmsgJournalProcess, NoPermissionAndFailure) {
   JournalSource hint(WriteScript("j1",
                                  "echo 'Hint: You are currently not seeing messages from other "
                                  "users and the system.' >&2\n"));
@@ -441,7 +441,7 @@ KernelEvent Ev(const char* kind, const std::string& boot, int64_t t, std::option
   return ev;
 }
 
-TEST(Merge, DeduplicatesAndPlacesFileBoots) {
+TEST(KmsgMerge, DeduplicatesAndPlacesFileBoots) {
   const std::string K = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", J = "jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjj";
   SourceRead kmsg;
   kmsg.events = {Ev("boot", K, 1'000'000'000, 0.0, "kmsg"),
@@ -485,7 +485,7 @@ TEST(Merge, DeduplicatesAndPlacesFileBoots) {
   EXPECT_EQ(esc[0].reboots, 2);
 }
 
-TEST(Merge, RepeatedIdenticalLinesOfOneSourceAreKept) {
+TEST(KmsgMerge, RepeatedIdenticalLinesOfOneSourceAreKept) {
   SourceRead one;
   one.events = {Ev("xid", "b", 1000, 1.0, "kmsg", 79), Ev("xid", "b", 1000, 1.0, "kmsg", 79)};
   FakeKernelLogSource a("kmsg", one);
@@ -496,7 +496,7 @@ TEST(Merge, RepeatedIdenticalLinesOfOneSourceAreKept) {
   EXPECT_EQ(r->events.size(), 2u);
 }
 
-TEST(Merge, UnavailableSourcesAreReportedAndSinceFilters) {
+TEST(KmsgMerge, UnavailableSourcesAreReportedAndSinceFilters) {
   SourceRead journal;
   journal.events = {Ev("xid", "b", 1000, 1.0, "journal", 79),
                     Ev("xid", "b", 5000, 5.0, "journal", 79)};
@@ -518,7 +518,7 @@ TEST(Merge, UnavailableSourcesAreReportedAndSinceFilters) {
   EXPECT_EQ(r->used, std::vector<std::string>{"journal"});
 }
 
-TEST(Merge, NothingReadableIsAnError) {
+TEST(KmsgMerge, NothingReadableIsAnError) {
   FakeKernelLogSource a("kmsg", MakeError("unavailable", "no permission"));
   FakeKernelLogSource b("journal", MakeError("unavailable", "journalctl not found"));
   ReadOptions o;

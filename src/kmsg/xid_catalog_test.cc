@@ -15,7 +15,7 @@ constexpr unsigned kTableCodes[] = {8,   13,  31,  32,  38,  43,  45,  48,  56, 
 constexpr unsigned kOtherCodes[] = {46,  54,  110, 136, 137, 151, 155, 156, 157, 158, 159, 160, 161,
                                     162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173};
 
-TEST(XidCatalog, EveryCodeOfPartBIsPresent) {
+TEST(KmsgXidCatalog, EveryCodeOfPartBIsPresent) {
   for (unsigned c : kTableCodes) {
     const XidInfo x = LookupXid(c);
     EXPECT_TRUE(x.known) << c;
@@ -25,7 +25,7 @@ TEST(XidCatalog, EveryCodeOfPartBIsPresent) {
   EXPECT_EQ(XidCatalog().size(), std::size(kTableCodes) + std::size(kOtherCodes));
 }
 
-TEST(XidCatalog, EveryEntryIsComplete) {
+TEST(KmsgXidCatalog, EveryEntryIsComplete) {
   std::set<unsigned> seen;
   unsigned previous = 0;
   for (const XidInfo& x : XidCatalog()) {
@@ -51,7 +51,7 @@ TEST(XidCatalog, EveryEntryIsComplete) {
   }
 }
 
-TEST(XidCatalog, ApplicationXidsAreNeverHardware) {
+TEST(KmsgXidCatalog, ApplicationXidsAreNeverHardware) {
   for (unsigned c : {13u, 31u, 43u, 45u, 68u, 109u}) {
     const XidInfo x = LookupXid(c);
     EXPECT_EQ(x.cause, CauseClass::kApplication) << c;
@@ -63,7 +63,7 @@ TEST(XidCatalog, ApplicationXidsAreNeverHardware) {
   EXPECT_EQ(LookupXid(43).action, XidAction::kIgnore);
 }
 
-TEST(XidCatalog, HardwareAndRecoverableExamples) {
+TEST(KmsgXidCatalog, HardwareAndRecoverableExamples) {
   for (unsigned c : {48u, 64u, 74u, 79u, 95u, 140u}) {
     EXPECT_TRUE(LookupXid(c).hardware_fault) << c;
   }
@@ -81,7 +81,7 @@ TEST(XidCatalog, HardwareAndRecoverableExamples) {
   EXPECT_EQ(LookupXid(154).cause, CauseClass::kInformational);
 }
 
-TEST(XidCatalog, UnknownCodes) {
+TEST(KmsgXidCatalog, UnknownCodes) {
   for (unsigned c : {0u, 1u, 999u, 1234u, 4294967295u}) {
     const XidInfo x = LookupXid(c);
     EXPECT_FALSE(x.known) << c;
@@ -102,7 +102,7 @@ KernelEvent XidEvent(unsigned xid, std::string detail) {
   return ev;
 }
 
-TEST(XidAssess, Xid45IsAttributedToThePreviousXid) {
+TEST(KmsgXidAssess, Xid45IsAttributedToThePreviousXid) {
   const auto a = AssessXid(XidEvent(45, "Ch 00000001 caused by previous Xid 149"));
   EXPECT_EQ(a.xid, 45u);
   EXPECT_EQ(a.attributed_xid, 149u);
@@ -115,7 +115,7 @@ TEST(XidAssess, Xid45IsAttributedToThePreviousXid) {
   EXPECT_EQ(AssessXid(XidEvent(13, "caused by previous Xid 48")).attributed_xid, 13u);
 }
 
-TEST(XidAssess, Xid154RecoveryAction) {
+TEST(KmsgXidAssess, Xid154RecoveryAction) {
   EXPECT_EQ(AssessXid(XidEvent(154,
                                "GPU recovery action changed from 0x4 (Drain and Reset) to 0x1 "
                                "(GPU Reset Required)"))
@@ -137,7 +137,7 @@ TEST(XidAssess, Xid154RecoveryAction) {
   EXPECT_FALSE(AssessXid(XidEvent(79, "to 0x1")).recovery_action);
 }
 
-TEST(XidNames, StableWords) {
+TEST(KmsgXidNames, StableWords) {
   EXPECT_EQ(CauseClassName(CauseClass::kMemory), "memory_ecc");
   EXPECT_EQ(CauseClassName(CauseClass::kBus), "bus_pcie");
   EXPECT_EQ(XidActionName(XidAction::kRebootNode), "reboot_node");

@@ -132,10 +132,9 @@ bool NvmlCollector::Initialize(Snapshot* snapshot) {
   if (result == NVML_SUCCESS) return true;
   if (result == NVML_ERROR_FUNCTION_NOT_FOUND) {
     // Loadable, but it exports neither nvmlInit_v2 nor nvmlInit.
-    snapshot->errors.push_back(
-        ProbeError{"nvml", "library_not_found",
-                   "the NVML library exports neither nvmlInit_v2 nor nvmlInit: not an NVML library",
-                   std::nullopt, result});
+    snapshot->errors.push_back(ProbeError{
+        "nvml", "library_not_found",
+        "exports neither nvmlInit_v2 nor nvmlInit: not an NVML library", std::nullopt, result});
   } else if (result != kSkipped) {
     snapshot->errors.push_back(
         InitFailure(result, ErrorText(api_, result), api_.SymbolName(EntryPoint::kInit)));

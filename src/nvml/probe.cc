@@ -117,6 +117,11 @@ void CollectOnWorker(ProbeState* state, const std::string& path, CollectorOption
   PublishingObserver observer(*state, lock, *api);
   NvmlCollector collector(*api, options, &observer);
   const bool initialised = collector.Initialize(&state->snapshot);
+  if (!initialised && !state->snapshot.errors.empty() &&
+      state->snapshot.errors.back().code == "library_not_found") {
+    // The collector cannot know which file it was given; the user needs it.
+    state->snapshot.errors.back().message.insert(0, path + ": ");
+  }
   if (initialised) collector.Collect(&state->snapshot);
   state->done = true;
   state->done_cv.notify_all();

@@ -179,6 +179,8 @@ TEST_F(ProbeTest, LibraryThatIsNotNvml) {
   ProbeResult result = ProbeNvml(options, clock_);
   ASSERT_EQ(result.snapshot.errors.size(), 1u);
   EXPECT_EQ(result.snapshot.errors[0].code, "library_not_found");
+  EXPECT_EQ(result.snapshot.errors[0].message,
+            "libm.so.6: exports neither nvmlInit_v2 nor nvmlInit: not an NVML library");
   EXPECT_FALSE(result.snapshot.system.gpu_count.has_value());
 }
 

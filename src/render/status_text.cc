@@ -337,7 +337,11 @@ class Renderer {
                     Style::kBoldRed));
     }
     for (const ProbeError& e : s_.errors) {
-      std::string text = ErrorLabel(e) + ": " + SanitizeForTerminal(e.message);
+      // Messages that already open with their label ("driver not responding: …")
+      // are not prefixed twice.
+      const std::string label = ErrorLabel(e);
+      const std::string message = SanitizeForTerminal(e.message);
+      std::string text = message.rfind(label, 0) == 0 ? message : label + ": " + message;
       if (e.gpu_index.has_value()) text += fmt::format(" (GPU {})", *e.gpu_index);
       Emit(Line().Add("! ", Style::kBoldRed).Add(text, Style::kRed));
     }

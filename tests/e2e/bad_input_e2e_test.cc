@@ -2,6 +2,8 @@
 // problem, a documented exit code, and no crash.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 

@@ -85,9 +85,15 @@ TEST_P(ShippedScenario, StatusJsonMatchesTheScenario) {
       continue;
     }
     EXPECT_TRUE(got["unreachable"].is_null()) << got["unreachable"].dump();
-    if (want.name) EXPECT_EQ(got["name"], *want.name);
-    if (want.uuid) EXPECT_EQ(got["uuid"], *want.uuid);
-    if (want.pci_bus_id) EXPECT_EQ(Upper(got["pci_bus_id"].get<std::string>()), Upper(*want.pci_bus_id));
+    if (want.name) {
+      EXPECT_EQ(got["name"], *want.name);
+    }
+    if (want.uuid) {
+      EXPECT_EQ(got["uuid"], *want.uuid);
+    }
+    if (want.pci_bus_id) {
+      EXPECT_EQ(Upper(got["pci_bus_id"].get<std::string>()), Upper(*want.pci_bus_id));
+    }
     auto expect_number = [&](const json& v, const std::optional<uint64_t>& w, const char* what) {
       if (w) {
         EXPECT_EQ(v, *w) << what;
@@ -188,7 +194,7 @@ TEST(StatusE2e, HostileCommandLineIsSanitised) {
     "gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
               "pci_bus_id": "00000000:19:00.0", "memory": {"total_mib": 81559, "used_mib": 1000},
               "utilization": {"gpu": 5, "memory": 1},
-              "processes": [{"pid": "env:GW_HOSTILE_PID", "used_mib": 1000, "sm_pct": 5}]}]
+              "processes": [{"pid": "env:GW_HOSTILE_PID", "used_mib": 1000, "sm_pct": 5, "mem_pct": 2}]}]
   })");
   RunOptions options;
   options.env["GW_HOSTILE_PID"] = std::to_string(hostile.pid());

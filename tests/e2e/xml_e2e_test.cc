@@ -55,15 +55,15 @@ XmlFacts ReadFacts(const std::string& path) {
   const std::string xml = RemoveBlocks(ss.str(), "<mig_devices>", "</mig_devices>");
   XmlFacts f;
   std::smatch m;
-  std::regex gpu_re(R"(<gpu id="([^"]+)">)");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), gpu_re); it != std::sregex_iterator();
-       ++it) {
-    f.bus_ids.push_back((*it)[1]);
+  std::regex gpu_re(R"re(<gpu id="([^"]+)">)re");
+  for (auto g = std::sregex_iterator(xml.begin(), xml.end(), gpu_re); g != std::sregex_iterator();
+       ++g) {
+    f.bus_ids.push_back((*g)[1]);
   }
   std::regex name_re(R"(<product_name>([^<]*)</product_name>)");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), name_re);
-       it != std::sregex_iterator(); ++it) {
-    f.product_names.push_back((*it)[1]);
+  for (auto n = std::sregex_iterator(xml.begin(), xml.end(), name_re);
+       n != std::sregex_iterator(); ++n) {
+    f.product_names.push_back((*n)[1]);
   }
   std::regex total_re(R"(<total>(\d+) MiB</total>)"), used_re(R"(<used>(\d+) MiB</used>)");
   for (const std::string& block : Blocks(xml, "<fb_memory_usage>", "</fb_memory_usage>")) {
@@ -76,6 +76,10 @@ XmlFacts ReadFacts(const std::string& path) {
     f.pids.push_back(std::stoll((*it)[1]));
   }
   return f;
+}
+
+std::string SampleTestName(const ::testing::TestParamInfo<std::string>& param_info) {
+  return "sample_" + param_info.param.substr(0, 2);
 }
 
 class RealCapture : public ::testing::TestWithParam<std::string> {};
@@ -118,9 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("01_nvidia-smi-q-x_A100-SXM4-80GB_535.54.03_dtd-v12.xml",
                       "02_nvidia-smi-q-x_RTX-4000-SFF-Ada_595.84_dtd-v13.xml",
                       "03_nvidia-smi-q-x_Tesla-T4_515.105.01_dtd-v11.xml"),
-    [](const ::testing::TestParamInfo<std::string>& info) {
-      return "sample_" + info.param.substr(0, 2);
-    });
+    SampleTestName);
 
 }  // namespace
 }  // namespace gw::test
