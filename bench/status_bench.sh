@@ -2,12 +2,12 @@
 # Benchmark: whole-process `gpuwarden status --json` against the peer gpustat
 # (`gpustat --json`), both reading the same simulated 8-GPU, 64-process server
 # through the same simulated libnvidia-ml.so.1, interleaved, median of N runs.
-#   bench/status_bench.sh [RUNS]
+#   bench/status_bench.sh [RUNS] [BUILD_DIR]   (default: 30 runs, build/, optimised build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-30}
-build=build-bench
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_BUILD_TESTS=OFF >/dev/null
+build=${2:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target gpuwarden gw_nvml_sim cmd_bench >/dev/null
 
 scenario=scenarios/bench-8gpu-64proc.json

@@ -13,6 +13,13 @@ enum ExitCode : int {
   kExitNvmlUnavailable = 4,  // No NVML: library missing, driver not loaded, version mismatch.
   kExitDriverTimeout = 5,    // The driver did not answer within the deadline; output is partial.
   kExitGpuUnreachable = 6,   // One or more GPUs could not be read (lost, no permission).
+
+  // `why` and `health` report their verdict in the exit code.
+  kExitVerdictBusy = 10,         // why: genuine shortage or contention.
+  kExitVerdictReclaimable = 11,  // why: capacity held by idle, orphaned, zombie or hidden holders.
+  kExitVerdictDegraded = 12,     // why, health: works, but not at full health.
+  kExitVerdictFault = 13,        // why, health: hardware or driver fault.
+  kExitVerdictUnknown = 14,      // why, health: could not look.
 };
 
 // The table printed by --help and mirrored in the README.
@@ -25,7 +32,14 @@ inline constexpr const char* kExitCodeHelp =
     "  4  NVML unavailable: libnvidia-ml.so.1 missing, driver not loaded, or\n"
     "     driver/library version mismatch\n"
     "  5  driver not responding: the probe hit its deadline (--timeout); output is partial\n"
-    "  6  one or more GPUs unreachable (lost, fallen off the bus, no permission)\n";
+    "  6  one or more GPUs unreachable (lost, fallen off the bus, no permission)\n"
+    "why and health report the verdict (status and events use the codes above):\n"
+    "  0  OK (why) / healthy (health)\n"
+    " 10  BUSY: genuine shortage or contention (why)\n"
+    " 11  RECLAIMABLE: capacity held by idle, orphaned, zombie or hidden holders (why)\n"
+    " 12  DEGRADED: works, but not at full health\n"
+    " 13  FAULT: hardware or driver fault\n"
+    " 14  UNKNOWN: could not look\n";
 
 }  // namespace gw::cli
 

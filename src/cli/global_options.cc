@@ -48,9 +48,9 @@ Result<std::string> FindSimulatorLibrary() {
 Status CheckScenarioFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return MakeError("bad_input", fmt::format("--sim {}: cannot open: {}", path,
-                                              std::error_code(errno, std::generic_category())
-                                                  .message()));
+    return MakeError("bad_input",
+                     fmt::format("--sim {}: cannot open: {}", path,
+                                 std::error_code(errno, std::generic_category()).message()));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -59,9 +59,8 @@ Status CheckScenarioFile(const std::string& path) {
     return MakeError("bad_input", fmt::format("--sim {}: not valid JSON", path));
   }
   if (!parsed.is_object()) {
-    return MakeError("bad_input",
-                     fmt::format("--sim {}: a scenario is a JSON object, not {}", path,
-                                 parsed.type_name()));
+    return MakeError("bad_input", fmt::format("--sim {}: a scenario is a JSON object, not {}", path,
+                                              parsed.type_name()));
   }
   return Status::Ok();
 }

@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "cli/status_command.h"
+#include "cli/why_command.h"
 #include "nvml/probe.h"
 
 namespace {
@@ -36,8 +37,9 @@ int Main(int argc, char** argv) {
       ->type_name("SECONDS")
       ->check(CLI::Range(0.05, 600.0))
       ->capture_default_str();
-  std::map<std::string, ColorChoice> colors = {
-      {"auto", ColorChoice::kAuto}, {"always", ColorChoice::kAlways}, {"never", ColorChoice::kNever}};
+  std::map<std::string, ColorChoice> colors = {{"auto", ColorChoice::kAuto},
+                                               {"always", ColorChoice::kAlways},
+                                               {"never", ColorChoice::kNever}};
   app.add_option("--color", global.color,
                  "Colour output: auto (a terminal, unless NO_COLOR is set), always, never")
       ->type_name("WHEN")
@@ -53,17 +55,72 @@ int Main(int argc, char** argv) {
   gw::cli::StatusArgs status_args;
   CLI::App* status =
       app.add_subcommand("status", "Every GPU and every process that holds one, right now");
-  status->add_flag("--json", status_args.json,
-                   "Machine-readable output (schema: docs/json.md)");
+  status->add_flag("--json", status_args.json, "Machine-readable output (schema: docs/json.md)");
   status->add_option("--gpu", status_args.gpus, "Only these GPUs (index, UUID or PCI bus id)")
       ->type_name("GPU")
       ->delimiter(',');
   status->add_option("--user", status_args.users, "Only these users' processes (name or uid)")
       ->type_name("USER")
       ->delimiter(',');
-  status->add_option("--from", status_args.from,
-                     "Read an `nvidia-smi -q -x` dump instead of the live driver")
+  status
+      ->add_option("--from", status_args.from,
+                   "Read an `nvidia-smi -q -x` dump instead of the live driver")
       ->type_name("FILE");
+
+  // Options shared by why and health.
+  auto add_judge_options = [](CLI::App* cmd, gw::cli::JudgeArgs& judge) {
+    cmd->add_flag("--now", judge.now, "Judge one snapshot instead of sampling a window");
+    cmd->add_option("--window", judge.window_s,
+                    "Sample the server for this many seconds, so 'saturated' and 'idle' mean "
+                    "sustained")
+        ->type_name("SECONDS")
+        ->check(CLI::Range(0.0, 600.0))
+        ->capture_default_str();
+    cmd->add_option("--from", judge.from,
+                    "Judge an `nvidia-smi -q -x` dump instead of the live server")
+        ->type_name("FILE");
+    cmd->add_option("--kernel-log", judge.kernel_log,
+                    "Read NVRM events from this file (dmesg, kern.log, journal export; .gz ok) "
+                    "instead of the system's kernel log")
+        ->type_name("FILE");
+    cmd->add_flag("--no-kernel-log", judge.no_kernel_log, "Do not read the kernel log");
+  };
+
+  gw::cli::WhyArgs why_args;
+  CLI::App* why = app.add_subcommand(
+      "why", "Why the server is busy: a verdict per server and GPU, with evidence and next steps");
+  add_judge_options(why, why_args.judge);
+  why->add_option("--need", why_args.judge.need,
+                  "Can a job needing this start now? e.g. 20G, 2x24G, 4x40G")
+      ->type_name("SPEC");
+  why->add_flag("--nvlink", why_args.judge.nvlink, "The --need GPUs must be joined by NVLink");
+  why->add_option("--idle-for", why_args.judge.idle_min_age_s,
+                  "A holder at 0 % SM counts as idle once it has lived this long (seconds; "
+                  "default 600)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.0, 1e9));
+  why->add_flag("--json", why_args.json, "Machine-readable output (schema: docs/json.md)");
+  why->add_flag("-v,--verbose", why_args.verbose, "Every finding with every next step");
+  why->add_option("--explain", why_args.explain, "Explain a finding code at length")
+      ->type_name("CODE");
+
+  gw::cli::HealthArgs health_args;
+  CLI::App* health = app.add_subcommand(
+      "health", "Hardware and driver health only; quiet when healthy (for node health checks)");
+  add_judge_options(health, health_args.judge);
+  health->add_flag("--json", health_args.json, "Machine-readable output (schema: docs/json.md)");
+  health->add_flag("-v,--verbose", health_args.verbose, "Say so when healthy, too");
+
+  gw::cli::EventsArgs events_args;
+  CLI::App* events = app.add_subcommand(
+      "events", "NVRM events from the kernel log (Xid, fallen off the bus, ...), explained");
+  events
+      ->add_option("--kernel-log", events_args.kernel_log,
+                   "Read this file instead of the system's kernel log")
+      ->type_name("FILE");
+  events->add_option("--since", events_args.since, "Only events newer than this, e.g. 2h, 30m")
+      ->type_name("DURATION");
+  events->add_flag("--json", events_args.json, "Machine-readable output (schema: docs/json.md)");
 
   try {
     app.parse(argc, argv);
@@ -79,6 +136,9 @@ int Main(int argc, char** argv) {
   }
 
   if (status->parsed()) return gw::cli::RunStatus(global, status_args);
+  if (why->parsed()) return gw::cli::RunWhy(global, why_args);
+  if (health->parsed()) return gw::cli::RunHealth(global, health_args);
+  if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   return gw::cli::kExitUsage;
 }
 

@@ -95,9 +95,10 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
         // partial: holders may be missing, so say so rather than imply none.
         scan.errors.push_back(ProcError(
             "partial_scan",
-            fmt::format("could not read the open files of {} processes (permission denied): device-file "
-                        "holders among them are not shown",
-                        stats.fd_denied)));
+            fmt::format(
+                "could not read the open files of {} processes (permission denied): device-file "
+                "holders among them are not shown",
+                stats.fd_denied)));
       }
       if (holders.ok()) {
         scan.holders = std::move(holders).value();
@@ -171,8 +172,8 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
       }
     }
 
-    AttachHostProcesses(snapshot, host, scan ? scan->holders
-                                             : std::map<pid_t, std::vector<std::string>>{});
+    AttachHostProcesses(snapshot, host,
+                        scan ? scan->holders : std::map<pid_t, std::vector<std::string>>{});
   }
   snapshot.host = proc::ProcReader(options.proc_root).ReadHost();
 

@@ -35,8 +35,8 @@ TEST(AttachHostProcesses, MarksDriverListedProcessesAndDeviceFiles) {
   Snapshot s = TwoGpuSnapshot();
   std::map<pid_t, HostProcess> host = {
       {100, Proc(100, "alice")}, {200, Proc(200, "bob")}, {400, Proc(400, "carol")}};
-  std::map<pid_t, std::vector<std::string>> holders = {
-      {100, {"/dev/nvidia0", "/dev/nvidiactl"}}, {400, {"/dev/nvidia1"}}};
+  std::map<pid_t, std::vector<std::string>> holders = {{100, {"/dev/nvidia0", "/dev/nvidiactl"}},
+                                                       {400, {"/dev/nvidia1"}}};
   AttachHostProcesses(s, host, holders);
 
   ASSERT_EQ(s.processes.size(), 3u);

@@ -184,6 +184,12 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         genuine = true;
       }
     }
+    // Most of the memory held by idle, orphaned, zombie or hidden holders: the
+    // GPU is reclaimable even before it is full.
+    if (!genuine && !reclaimable && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0 &&
+        2 * v.reclaimable_bytes >= *gpu.memory.total_bytes) {
+      reclaimable = true;
+    }
     const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes && !gpu.utilization_gpu_pct &&
                          !gpu.temperature_c;
     if (worst == VerdictRank(Verdict::kFault)) {
@@ -271,13 +277,18 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
                : Verdict::kBusy;
   }
 
-  bool any_ok = false, any_reclaimable = false;
+  // Without a stated need the server is busy when most of its GPUs are: one
+  // free GPU out of eight does not make a shared server "OK" for its users
+  // (`--need` answers whether a particular job fits).
+  size_t ok = 0, reclaimable = 0, known = 0;
   for (const GpuVerdict& g : gpus) {
-    any_ok = any_ok || g.verdict == Verdict::kOk;
-    any_reclaimable = any_reclaimable || g.verdict == Verdict::kReclaimable;
+    if (g.verdict == Verdict::kUnknown) continue;
+    ++known;
+    ok += g.verdict == Verdict::kOk;
+    reclaimable += g.verdict == Verdict::kReclaimable;
   }
-  if (any_ok) return Verdict::kOk;
-  return any_reclaimable ? Verdict::kReclaimable : Verdict::kBusy;
+  if (2 * ok >= known) return Verdict::kOk;
+  return reclaimable > 0 ? Verdict::kReclaimable : Verdict::kBusy;
 }
 
 std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,

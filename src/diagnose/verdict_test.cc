@@ -55,8 +55,10 @@ TEST(VerdictTest, GenuineShortageIsBusy) {
   for (unsigned g = 0; g < 7; ++g) Busy(s, g, 78, 80, g % 2 ? "bob" : "alice", 1000 + g);
   Busy(s, 7, 20, 50, "carol", 1007);
   Diagnosis d = DiagnoseOne(s);
-  EXPECT_EQ(d.server, Verdict::kOk);  // GPU 7 is free: the server is not busy.
-  EXPECT_EQ(d.summary, "OK — 1 of 8 GPUs free; busy: GPU 0,1,2,3,4,5,6");
+  // One free GPU out of eight does not make a shared server OK.
+  EXPECT_EQ(d.server, Verdict::kBusy);
+  EXPECT_THAT(d.summary, HasSubstr("BUSY — resource shortage: 7/8 GPUs ≥ 95 % VRAM"));
+  EXPECT_EQ(d.gpus[7].verdict, Verdict::kOk);
   Busy(s, 7, 58, 50, "carol", 1008);  // Now 78 GiB there too.
   d = DiagnoseOne(s);
   EXPECT_EQ(d.server, Verdict::kBusy);

@@ -28,8 +28,8 @@ void ExpectOneLineError(const RunResult& r, int code, const std::string& needle)
 }
 
 TEST(BadInputE2e, MissingScenario) {
-  RunResult r = RunProcess(Gpuwarden({"--sim", "/nonexistent/scenario.json", "status"}),
-                           NoLibOverride());
+  RunResult r =
+      RunProcess(Gpuwarden({"--sim", "/nonexistent/scenario.json", "status"}), NoLibOverride());
   ExpectOneLineError(r, 3, "/nonexistent/scenario.json");
   EXPECT_EQ(CountLines(r.err), 1u) << r.err;
 }
@@ -71,8 +71,8 @@ TEST(BadInputE2e, MissingNvmlLibraryInJsonStillPrintsValidJson) {
 }
 
 TEST(BadInputE2e, MissingXmlDump) {
-  RunResult r = RunProcess(Gpuwarden({"status", "--from", "/nonexistent/dump.xml"}),
-                           NoLibOverride());
+  RunResult r =
+      RunProcess(Gpuwarden({"status", "--from", "/nonexistent/dump.xml"}), NoLibOverride());
   ExpectOneLineError(r, 3, "/nonexistent/dump.xml");
 }
 
@@ -83,7 +83,9 @@ TEST(BadInputE2e, MalformedTruncatedAndBinaryXml) {
       {"truncated.xml",
        "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<driver_version>535.54.03</driver_version>\n"
        "<gpu id=\"00000000:07:00.0\">\n<product_name>NVIDIA A100"},
-      {"binary.xml", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\xff\xfe", 14)},
+      {"binary.xml", std::string("\x7f"
+                                 "ELF\x02\x01\x01\0\0\0\xff\xfe",
+                                 14)},
       {"empty.xml", ""},
       {"wrong-root.xml", "<?xml version=\"1.0\"?><html><body>hi</body></html>"},
   };

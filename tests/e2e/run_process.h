@@ -11,7 +11,7 @@
 namespace gw::test {
 
 struct RunResult {
-  int exit_code = -1;   // The exit status; 128 + signal when killed by a signal.
+  int exit_code = -1;  // The exit status; 128 + signal when killed by a signal.
   bool timed_out = false;
   std::string out;
   std::string err;
@@ -27,10 +27,10 @@ struct RunOptions {
 RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& options = {});
 
 // Paths of the build tree under test.
-std::string GpuwardenBinary();   // <build>/gpuwarden
-std::string SimLibrary();        // <build>/sim/libnvidia-ml.so.1
+std::string GpuwardenBinary();                      // <build>/gpuwarden
+std::string SimLibrary();                           // <build>/sim/libnvidia-ml.so.1
 std::string ScenarioPath(const std::string& name);  // <source>/scenarios/<name>
-std::string SharedSamplesDir();  // <source>/../shared/research/samples
+std::string SharedSamplesDir();                     // <source>/../shared/research/samples
 
 }  // namespace gw::test
 

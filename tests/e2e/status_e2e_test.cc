@@ -43,9 +43,8 @@ TEST_P(ShippedScenario, StatusJsonMatchesTheScenario) {
   for (const auto& g : server.gpus) blocks = blocks || g.block_s > 0;
   const std::string timeout = blocks ? "1" : "5";
 
-  RunResult r = RunProcess(Gpuwarden({"--sim", GetParam(), "--timeout", timeout, "status",
-                                      "--json"}),
-                           options);
+  RunResult r = RunProcess(
+      Gpuwarden({"--sim", GetParam(), "--timeout", timeout, "status", "--json"}), options);
   SCOPED_TRACE(server.name + "\nstderr: " + r.err);
   ASSERT_FALSE(r.timed_out);
   json out = json::parse(r.out, nullptr, false);
@@ -145,8 +144,7 @@ TEST(StatusE2e, DriverHangExitsWithinDeadlinePlusOneSecond) {
   options.env["GPUWARDEN_SIM_START"] = NowSecondsString();
   options.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
   RunResult r = RunProcess(
-      Gpuwarden({"--sim", ScenarioPath("driver-hang.json"), "--timeout", "1", "status"}),
-      options);
+      Gpuwarden({"--sim", ScenarioPath("driver-hang.json"), "--timeout", "1", "status"}), options);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 5);
   EXPECT_LT(r.seconds, 1.0 + 1.0);
@@ -156,8 +154,8 @@ TEST(StatusE2e, DriverHangExitsWithinDeadlinePlusOneSecond) {
 TEST(StatusE2e, TextViewShowsEveryGpuAndSaysItIsSimulated) {
   RunOptions options;
   options.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
-  RunResult r = RunProcess(
-      Gpuwarden({"--sim", ScenarioPath("healthy-idle.json"), "status"}), options);
+  RunResult r =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("healthy-idle.json"), "status"}), options);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("SIMULATED"), std::string::npos) << r.out;
   const ExpectedServer server = LoadExpectedServer(ScenarioPath("healthy-idle.json"));
@@ -177,8 +175,8 @@ TEST(StatusE2e, ColorAlwaysColoursAndNoColorIsHonouredInAuto) {
       options);
   EXPECT_NE(coloured.out.find('\x1b'), std::string::npos);
   options.env["NO_COLOR"] = "1";
-  RunResult plain = RunProcess(
-      Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "status"}), options);
+  RunResult plain =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "status"}), options);
   EXPECT_EQ(plain.out.find('\x1b'), std::string::npos);
 }
 
@@ -186,7 +184,8 @@ TEST(StatusE2e, ColorAlwaysColoursAndNoColorIsHonouredInAuto) {
 // reach the screen as visible, inert text.
 TEST(StatusE2e, HostileCommandLineIsSanitised) {
   ChildProcess hostile({"/bin/sh", "-c", "while :; do sleep 1; done",
-                        "\x1b[2J\x1b]0;owned\x07" "EVIL\nroot 1 fake-line"});
+                        "\x1b[2J\x1b]0;owned\x07"
+                        "EVIL\nroot 1 fake-line"});
   TempDir dir;
   std::string scenario = dir.Write("hostile.json", R"({
     "name": "hostile",
@@ -242,8 +241,7 @@ TEST(StatusE2e, GpuAndUserFilters) {
   for (const json& g : none["gpus"]) EXPECT_TRUE(g["processes"].empty()) << g.dump();
 
   RunResult bad = RunProcess(
-      Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "status", "--gpu", "99"}),
-      options);
+      Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "status", "--gpu", "99"}), options);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("99"), std::string::npos) << bad.err;
 }
@@ -258,8 +256,8 @@ TEST(StatusE2e, DeviceFileHolderNotListedByTheDriverIsShown) {
   ChildProcess holder({"/bin/sh", "-c", "exec 3<\"$0\"; while :; do sleep 1; done", device});
   for (int i = 0; i < 100; ++i) {
     std::error_code ec;
-    auto target = std::filesystem::read_symlink(
-        "/proc/" + std::to_string(holder.pid()) + "/fd/3", ec);
+    auto target =
+        std::filesystem::read_symlink("/proc/" + std::to_string(holder.pid()) + "/fd/3", ec);
     if (!ec && target == device) break;
     usleep(10000);
   }

@@ -61,8 +61,8 @@ XmlFacts ReadFacts(const std::string& path) {
     f.bus_ids.push_back((*g)[1]);
   }
   std::regex name_re(R"(<product_name>([^<]*)</product_name>)");
-  for (auto n = std::sregex_iterator(xml.begin(), xml.end(), name_re);
-       n != std::sregex_iterator(); ++n) {
+  for (auto n = std::sregex_iterator(xml.begin(), xml.end(), name_re); n != std::sregex_iterator();
+       ++n) {
     f.product_names.push_back((*n)[1]);
   }
   std::regex total_re(R"(<total>(\d+) MiB</total>)"), used_re(R"(<used>(\d+) MiB</used>)");
@@ -117,12 +117,11 @@ TEST_P(RealCapture, EveryGpuMemoryFigureAndProcessIsShown) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Samples, RealCapture,
-    ::testing::Values("01_nvidia-smi-q-x_A100-SXM4-80GB_535.54.03_dtd-v12.xml",
-                      "02_nvidia-smi-q-x_RTX-4000-SFF-Ada_595.84_dtd-v13.xml",
-                      "03_nvidia-smi-q-x_Tesla-T4_515.105.01_dtd-v11.xml"),
-    SampleTestName);
+INSTANTIATE_TEST_SUITE_P(Samples, RealCapture,
+                         ::testing::Values("01_nvidia-smi-q-x_A100-SXM4-80GB_535.54.03_dtd-v12.xml",
+                                           "02_nvidia-smi-q-x_RTX-4000-SFF-Ada_595.84_dtd-v13.xml",
+                                           "03_nvidia-smi-q-x_Tesla-T4_515.105.01_dtd-v11.xml"),
+                         SampleTestName);
 
 }  // namespace
 }  // namespace gw::test

@@ -1,0 +1,118 @@
+#include "cli/judge.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "cli/exit_codes.h"
+#include "collect/window.h"
+#include "core/clock.h"
+#include "import/nvsmi_xml.h"
+#include "proc/proc_reader.h"
+
+namespace gw::cli {
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc_root) {
+  options.caller_uid = getuid();
+  options.caller_is_root = geteuid() == 0;
+  options.cuda_visible_devices = Env("CUDA_VISIBLE_DEVICES");
+  options.cuda_device_order = Env("CUDA_DEVICE_ORDER");
+  // In a container our own cgroup names it; then NVML's host PIDs are not ours
+  // to see, which changes what "memory held by nothing" most likely means.
+  proc::ProcReader reader(proc_root);
+  auto self = reader.ReadProcess(getpid(), 0);
+  options.in_container = self.ok() && self->owner.container_runtime.has_value();
+}
+
+int VerdictExitCode(diagnose::Verdict verdict) {
+  switch (verdict) {
+    case diagnose::Verdict::kOk:
+      return kExitOk;
+    case diagnose::Verdict::kBusy:
+      return kExitVerdictBusy;
+    case diagnose::Verdict::kReclaimable:
+      return kExitVerdictReclaimable;
+    case diagnose::Verdict::kDegraded:
+      return kExitVerdictDegraded;
+    case diagnose::Verdict::kFault:
+      return kExitVerdictFault;
+    case diagnose::Verdict::kUnknown:
+      return kExitVerdictUnknown;
+  }
+  return kExitVerdictUnknown;
+}
+
+Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
+  Judged judged;
+  diagnose::DiagnoseOptions& options = judged.options;
+  FillCallerFacts(options, global.proc_root);
+  if (args.idle_min_age_s) options.idle_holder_min_age_s = *args.idle_min_age_s;
+  if (!args.need.empty()) {
+    auto need = diagnose::ParseNeed(args.need);
+    if (!need.ok()) return MakeError("usage", "--need: " + need.error().message);
+    options.need = *need;
+  }
+  if (args.nvlink) {
+    if (!options.need) return MakeError("usage", "--nvlink needs --need (e.g. --need 4x40G)");
+    options.need->nvlink = true;
+  }
+
+  if (!args.from.empty()) {
+    auto imported = import::ReadNvidiaSmiXmlFile(args.from);
+    if (!imported.ok()) return MakeError("bad_input", imported.error().message);
+    judged.history.push_back(std::move(imported).value());
+  } else {
+    auto collect_options = ResolveCollectOptions(global);
+    if (!collect_options.ok()) return collect_options.error();
+    RealClock clock;
+    collect::WindowOptions window;
+    window.window_s = args.now ? 0 : args.window_s;
+    judged.history = collect::CollectWindow(*collect_options, window, clock, [](int64_t ms) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    });
+    if (judged.history.size() > 1) {
+      judged.window_s =
+          (judged.history.back().time_unix_ms - judged.history.front().time_unix_ms) / 1000.0;
+    }
+  }
+
+  // The kernel log: a named file always; the system's own log only when
+  // judging this machine live (a dump from elsewhere has no kernel log here).
+  std::vector<diagnose::KernelEvent> events;
+  if (!args.kernel_log.empty()) {
+    auto log = collect::ReadKernelLog(args.kernel_log, std::nullopt);
+    if (!log.ok()) return MakeError("bad_input", "--kernel-log " + log.error().message);
+    judged.kernel_log = std::move(log).value();
+  } else if (args.no_kernel_log) {
+    judged.kernel_log_note = "kernel log not read (--no-kernel-log)";
+  } else if (!args.from.empty()) {
+    judged.kernel_log_note = "kernel log not read (offline dump; add --kernel-log FILE)";
+  } else if (!global.sim_scenario.empty()) {
+    judged.kernel_log_note = "kernel log not read (simulated server)";
+  } else {
+    auto log = collect::ReadKernelLog("", std::nullopt);
+    if (log.ok()) {
+      judged.kernel_log = std::move(log).value();
+    } else {
+      judged.kernel_log_note = "kernel log not readable: " + log.error().message;
+    }
+  }
+  if (judged.kernel_log) events = collect::ToDiagnosisEvents(judged.kernel_log->events);
+
+  judged.diagnosis = diagnose::Diagnose(judged.history, options, events);
+  return judged;
+}
+
+}  // namespace gw::cli

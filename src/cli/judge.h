@@ -1,0 +1,50 @@
+// What `why` and `health` share: gather a short history of snapshots (or read
+// an offline dump), read the kernel log, and run the diagnosis engine.
+#ifndef GPUWARDEN_CLI_JUDGE_H_
+#define GPUWARDEN_CLI_JUDGE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/global_options.h"
+#include "collect/kernel_log.h"
+#include "core/result.h"
+#include "core/snapshot.h"
+#include "diagnose/verdict.h"
+
+namespace gw::cli {
+
+struct JudgeArgs {
+  bool now = false;        // One snapshot instead of a window.
+  double window_s = 3.0;   // --window
+  std::string need;        // --need "2x24G"
+  bool nvlink = false;     // --nvlink: the need's GPUs must share NVLink.
+  std::string from;        // --from: an nvidia-smi XML dump.
+  std::string kernel_log;  // --kernel-log FILE
+  bool no_kernel_log = false;
+  std::optional<double> idle_min_age_s;  // --idle-for
+};
+
+struct Judged {
+  std::vector<Snapshot> history;  // Oldest first; never empty.
+  std::optional<collect::KernelLog> kernel_log;
+  std::string kernel_log_note;  // Why no kernel log was read, when none was.
+  diagnose::DiagnoseOptions options;
+  diagnose::Diagnosis diagnosis;
+  double window_s = 0;  // Time the history spans.
+};
+
+// Errors: code "usage" (a bad --need) or "bad_input" (unreadable --from or
+// --kernel-log file), each naming the input.
+Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args);
+
+// Fills the caller's facts: uid, root, CUDA_VISIBLE_DEVICES/CUDA_DEVICE_ORDER,
+// whether this process runs in a container.
+void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc_root);
+
+int VerdictExitCode(diagnose::Verdict verdict);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_JUDGE_H_

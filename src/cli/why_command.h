@@ -1,0 +1,43 @@
+// `gpuwarden why`, `gpuwarden health` and `gpuwarden events`: the verdict on
+// why the server is busy, the hardware health alone, and the kernel's NVRM
+// events explained.
+#ifndef GPUWARDEN_CLI_WHY_COMMAND_H_
+#define GPUWARDEN_CLI_WHY_COMMAND_H_
+
+#include <string>
+
+#include "cli/global_options.h"
+#include "cli/judge.h"
+
+namespace gw::cli {
+
+struct WhyArgs {
+  JudgeArgs judge;
+  bool json = false;
+  bool verbose = false;
+  std::string explain;  // --explain CODE
+};
+int RunWhy(const GlobalOptions& global, const WhyArgs& args);
+
+struct HealthArgs {
+  JudgeArgs judge;
+  bool json = false;
+  bool verbose = false;
+};
+int RunHealth(const GlobalOptions& global, const HealthArgs& args);
+
+struct EventsArgs {
+  std::string kernel_log;  // --kernel-log FILE
+  std::string since;       // --since 2h
+  bool json = false;
+};
+int RunEvents(const GlobalOptions& global, const EventsArgs& args);
+
+// Only the findings about the hardware and the driver (health checks), with
+// the verdicts judged again from them. Pure.
+diagnose::Diagnosis HealthOnly(const diagnose::Diagnosis& full, const Snapshot& latest,
+                               const diagnose::DiagnoseOptions& options);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_WHY_COMMAND_H_

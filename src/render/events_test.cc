@@ -1,0 +1,193 @@
+#include "render/events_text.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/text.h"
+#include "render/events_json.h"
+#include "render/test_diagnoses.h"
+
+namespace gw::render {
+namespace {
+
+using kmsg::KernelEvent;
+using nlohmann::json;
+
+KernelEvent Xid(unsigned xid, const std::string& bus) {
+  KernelEvent ev;
+  ev.kind = kmsg::kKindXid;
+  ev.xid = xid;
+  ev.pci_bus_id = bus;
+  ev.monotonic_s = 1234.5;
+  ev.source = "kmsg";
+  ev.boot_id = "b1";
+  ev.detail = "some detail";
+  ev.raw = "NVRM: Xid (PCI:0000:5d:00): " + std::to_string(xid) + ", some detail";
+  return ev;
+}
+
+EventsContext Context() {
+  EventsContext c;
+  c.sources_used = {"kmsg"};
+  c.sources_unavailable = {"journal: journalctl not found"};
+  c.gpu_index_by_bus_id = {{"00000000:5D:00.0", 3}, {"00000000:19:00.0", 0}};
+  return c;
+}
+
+TEST(EventsText, NoEvents) {
+  const std::string out = RenderEventsText({}, Context(), false, 100);
+  EXPECT_EQ(out,
+            "NVRM events from kmsg\n"
+            "  not read: journal: journalctl not found\n"
+            "no NVRM events\n");
+  EventsContext none;
+  EXPECT_NE(RenderEventsText({}, none, false, 100).find("no kernel log source could be read"),
+            std::string::npos);
+}
+
+TEST(EventsText, OneLinePerEventAttributedAndExplained) {
+  KernelEvent app = Xid(13, "00000000:19:00.0");
+  app.pid = 4242;
+  app.process_name = "python";
+  const std::vector<KernelEvent> events = {
+      Xid(79, "00000000:5D:00.0"), app, Xid(79, "00000000:5d:00.0"), Xid(79, "00000000:AA:00.0")};
+  const std::string out = RenderEventsText(events, Context(), false, 200);
+  const std::vector<std::string> lines = testing::SplitLines(out);
+  ASSERT_GE(lines.size(), 8u) << out;
+  EXPECT_EQ(lines[3],
+            "boot+1234.5s  GPU 3  Xid 79 GPU_HAS_FALLEN_OFF_THE_BUS  — GPU fell off "
+            "the bus; reboot the node (admin)");
+  EXPECT_NE(lines[4].find("GPU 0  Xid 13 "), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("pid 4242 python"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("restart the application (user)"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[5].find("  GPU 3  "), std::string::npos);  // Bus ids match case-insensitively.
+  EXPECT_NE(lines[6].find("  00000000:AA:00.0  "), std::string::npos);  // Not in the snapshot.
+  // Each Xid explained once.
+  const size_t meaning = out.find("What they mean:");
+  ASSERT_NE(meaning, std::string::npos);
+  const std::string rest = out.substr(meaning);
+  EXPECT_NE(rest.find("The GPU stopped answering on PCIe."), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("The GPU stopped answering"), rest.rfind("The GPU stopped answering"));
+}
+
+TEST(EventsText, WallTimeIsLocalIso) {
+  const char* old = std::getenv("TZ");
+  const std::string saved = old ? old : "";
+  setenv("TZ", "UTC", 1);
+  tzset();
+  KernelEvent ev = Xid(79, "00000000:5D:00.0");
+  ev.time_unix_ms = testing::kTime;
+  const std::string out = RenderEventsText({ev}, Context(), false, 200);
+  if (old) {
+    setenv("TZ", saved.c_str(), 1);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
+  EXPECT_NE(out.find("\n2025-01-20T10:18:26+00:00  GPU 3  Xid 79"), std::string::npos) << out;
+}
+
+TEST(EventsText, OtherKindsAndBoots) {
+  KernelEvent boot;
+  boot.kind = kmsg::kKindBoot;
+  boot.monotonic_s = 0.0;
+  KernelEvent off;
+  off.kind = kmsg::kKindFallenOffBus;
+  off.pci_bus_id = "00000000:5D:00.0";
+  const std::string out = RenderEventsText({boot, off}, Context(), false, 200);
+  EXPECT_NE(out.find("boot+0.0s  --- boot ---"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU 3  GPU fell off the bus  — GPU fell off the bus; reboot the node"),
+            std::string::npos)
+      << out;
+  // Boots alone are not NVRM events.
+  EXPECT_NE(RenderEventsText({boot}, Context(), false, 100).find("no NVRM events"),
+            std::string::npos);
+}
+
+TEST(EventsText, HostileTextColourAndWidth) {
+  KernelEvent ev = Xid(13, "00000000:19:00.0\x1b[2J");
+  ev.pid = 7;
+  ev.process_name = "evil\x1b]0;pwned\x07\xff";
+  EventsContext c = Context();
+  c.sources_used = {"/var/log/\x1b[31mkern.log"};
+  kmsg::Escalation esc;
+  esc.kind = kmsg::EscalationKind::kHardwareInspection;
+  esc.pci_bus_ids = {"00000000:5D:00.0"};
+  esc.xids = {79};
+  esc.reason = "Xid 79 recurred on this GPU across 2 reboots";
+  c.escalations = {esc};
+  for (int width : {1, 30, 80, 120}) {
+    const std::string out = RenderEventsText({ev, Xid(79, "00000000:5D:00.0")}, c, false, width);
+    EXPECT_EQ(out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(out.find('\x07'), std::string::npos);
+    for (const std::string& line : testing::SplitLines(out)) {
+      EXPECT_LE(DisplayWidth(line), width) << line;
+    }
+  }
+  const std::string wide = RenderEventsText({ev}, c, false, 300);
+  EXPECT_NE(wide.find("pid 7 evil\\x1b]0;pwned\\x07\\xff"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("Patterns across events:\n  ! hardware inspection: GPU 3 "
+                      "(00000000:5D:00.0): Xid 79 recurred on this GPU across 2 reboots\n"),
+            std::string::npos)
+      << wide;
+  EXPECT_NE(RenderEventsText({ev}, c, true, 300).find('\x1b'), std::string::npos);
+}
+
+TEST(EventsJson, ShapeAndXidInfo) {
+  KernelEvent unknown = Xid(4242, "00000000:19:00.0");
+  KernelEvent off;
+  off.kind = kmsg::kKindFallenOffBus;
+  off.pci_bus_id = "00000000:AA:00.0";
+  off.raw = "bad \xff";
+  EventsContext c = Context();
+  kmsg::Escalation esc;
+  esc.kind = kmsg::EscalationKind::kRunDiagnostics;
+  esc.pci_bus_ids = {"00000000:19:00.0"};
+  esc.xids = {13};
+  esc.bursts = 2;
+  esc.processes = 2;
+  esc.reason = "r";
+  c.escalations = {esc};
+  const json j = EventsJson({Xid(79, "00000000:5D:00.0"), unknown, off}, c);
+  EXPECT_EQ(j["schema"], "gpuwarden.events");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["sources"]["used"], json::array({"kmsg"}));
+  EXPECT_EQ(j["sources"]["unavailable"][0],
+            (json{{"name", "journal"}, {"reason", "journalctl not found"}}));
+  ASSERT_EQ(j["events"].size(), 3u);
+  const json& e0 = j["events"][0];
+  EXPECT_EQ(e0["xid"], 79);
+  EXPECT_EQ(e0["kind"], "xid");
+  EXPECT_EQ(e0["gpu_index"], 3);
+  EXPECT_EQ(e0["xid_info"]["known"], true);
+  EXPECT_EQ(e0["xid_info"]["name"], "GPU fell off the bus");
+  EXPECT_EQ(e0["xid_info"]["mnemonic"], "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS");
+  EXPECT_EQ(e0["xid_info"]["meaning"], "The GPU stopped answering on PCIe.");
+  EXPECT_EQ(e0["xid_info"]["cause_class"], "bus_pcie");
+  EXPECT_EQ(e0["xid_info"]["action"], "reboot_node");
+  EXPECT_EQ(e0["xid_info"]["actor"], "admin");
+  EXPECT_EQ(e0["xid_info"]["hardware"], true);
+  EXPECT_TRUE(e0.contains("catalog"));  // kmsg::EventToJson's fields are kept.
+  const json& e1 = j["events"][1];
+  EXPECT_EQ(e1["gpu_index"], 0);
+  EXPECT_EQ(e1["xid_info"]["known"], false);
+  EXPECT_EQ(e1["xid_info"]["cause_class"], "unknown");
+  EXPECT_EQ(e1["xid_info"]["action"], "contact_support");
+  EXPECT_TRUE(e1["xid_info"]["mnemonic"].is_null());
+  const json& e2 = j["events"][2];
+  EXPECT_TRUE(e2["gpu_index"].is_null());
+  EXPECT_TRUE(e2["xid_info"].is_null());
+  EXPECT_EQ(e2["raw"], "bad \xEF\xBF\xBD");
+  ASSERT_EQ(j["escalations"].size(), 1u);
+  EXPECT_EQ(j["escalations"][0]["kind"], "run_diagnostics");
+  EXPECT_EQ(j["escalations"][0]["gpu_indices"], json::array({0}));
+  EXPECT_EQ(j["escalations"][0]["bursts"], 2);
+  const std::string text = RenderEventsJson({off}, c, true);
+  EXPECT_EQ(json::parse(text)["events"][0]["raw"], "bad \xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace gw::render

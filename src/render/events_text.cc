@@ -1,0 +1,203 @@
+#include "render/events_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <set>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+#include "kmsg/xid_catalog.h"
+#include "render/events_explain.h"
+#include "render/styled_line.h"
+
+namespace gw::render {
+namespace {
+
+using kmsg::KernelEvent;
+
+std::string UpperCase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// "2025-01-20T11:18:26+01:00" in the local time zone.
+std::string LocalIsoTime(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  if (localtime_r(&t, &tm) == nullptr) return "time N/A";
+  char buf[40];
+  if (std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S%z", &tm) == 0) return "time N/A";
+  std::string s = buf;
+  // strftime's %z is "+0100"; ISO 8601 extended format wants "+01:00".
+  if (s.size() >= 5 && (s[s.size() - 5] == '+' || s[s.size() - 5] == '-')) {
+    s.insert(s.size() - 2, ":");
+  }
+  return s;
+}
+
+std::string EventTime(const KernelEvent& ev) {
+  if (ev.time_unix_ms) return LocalIsoTime(*ev.time_unix_ms);
+  if (ev.monotonic_s) return fmt::format("boot+{:.1f}s", *ev.monotonic_s);
+  return "time N/A";
+}
+
+std::string GpuLabel(const KernelEvent& ev, const EventsContext& ctx) {
+  if (const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id)) {
+    return fmt::format("GPU {}", *idx);
+  }
+  if (ev.pci_bus_id) return SanitizeForTerminal(*ev.pci_bus_id);
+  return "GPU ?";
+}
+
+std::string WhatLabel(const KernelEvent& ev) {
+  if (ev.kind == kmsg::kKindXid && ev.xid) {
+    const kmsg::XidInfo info = kmsg::LookupXid(*ev.xid);
+    // Codes without an NVIDIA mnemonic get their name in the same style.
+    std::string mnemonic =
+        info.mnemonic.empty() ? UpperCase(info.name) : std::string(info.mnemonic);
+    std::replace(mnemonic.begin(), mnemonic.end(), ' ', '_');
+    // NVIDIA prefixes most names with the reporting unit; the rest says it.
+    constexpr std::string_view kUnit = "ROBUST_CHANNEL_";
+    if (mnemonic.size() > kUnit.size() && mnemonic.starts_with(kUnit)) {
+      mnemonic.erase(0, kUnit.size());
+    }
+    return fmt::format("Xid {} {}", *ev.xid, mnemonic);
+  }
+  return std::string(EventKindTitle(ev.kind));
+}
+
+std::string ProcessLabel(const KernelEvent& ev) {
+  if (!ev.pid && !ev.process_name) return "";
+  std::string out = ev.pid ? fmt::format("pid {}", *ev.pid) : std::string("pid ?");
+  if (ev.process_name) out += " " + SanitizeForTerminal(*ev.process_name);
+  return out;
+}
+
+// A key naming what an event is, for explaining each kind once.
+std::string ExplainKey(const KernelEvent& ev) {
+  if (ev.kind == kmsg::kKindXid && ev.xid) return fmt::format("xid {}", *ev.xid);
+  return ev.kind;
+}
+
+std::string JoinSanitised(const std::vector<std::string>& list) {
+  std::vector<std::string> out;
+  for (const std::string& s : list) out.push_back(SanitizeForTerminal(s));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+}  // namespace
+
+std::optional<unsigned> GpuIndexForBusId(const EventsContext& context,
+                                         const std::optional<std::string>& pci_bus_id) {
+  if (!pci_bus_id) return std::nullopt;
+  if (const auto it = context.gpu_index_by_bus_id.find(*pci_bus_id);
+      it != context.gpu_index_by_bus_id.end()) {
+    return it->second;
+  }
+  const std::string want = UpperCase(*pci_bus_id);
+  for (const auto& [bus, index] : context.gpu_index_by_bus_id) {
+    if (UpperCase(bus) == want) return index;
+  }
+  return std::nullopt;
+}
+
+std::string RenderEventsText(const std::vector<KernelEvent>& events, const EventsContext& ctx,
+                             bool color, int width) {
+  width = std::max(width, 1);
+  std::string out;
+  const auto emit = [&](const StyledLine& l) {
+    out += l.Render(width, color);
+    out += '\n';
+  };
+  const auto wrapped = [&](std::string_view text, const std::string& first, int indent, Tone tone) {
+    const std::vector<std::string> lines =
+        WrapWords(text, width - DisplayWidth(first), width - indent);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      emit(StyledLine()
+               .Add(i == 0 ? first : std::string(static_cast<size_t>(indent), ' '))
+               .Add(lines[i], tone));
+    }
+  };
+
+  // 1. Header.
+  const std::string read = ctx.sources_used.empty()
+                               ? std::string("no kernel log source could be read")
+                               : "NVRM events from " + JoinSanitised(ctx.sources_used);
+  wrapped(read, "", 2, Tone::kBold);
+  if (!ctx.sources_unavailable.empty()) {
+    wrapped(JoinSanitised(ctx.sources_unavailable), "  not read: ", 4, Tone::kDim);
+  }
+
+  // 2. The events.
+  std::vector<const KernelEvent*> to_explain;
+  std::set<std::string> explained;
+  const bool any = std::any_of(events.begin(), events.end(),
+                               [](const KernelEvent& ev) { return ev.kind != kmsg::kKindBoot; });
+  if (!any) {
+    emit(StyledLine().Add("no NVRM events", Tone::kGreen));
+  } else {
+    out += '\n';
+    for (const KernelEvent& ev : events) {
+      if (ev.kind == kmsg::kKindBoot) {
+        emit(StyledLine().Add(fmt::format("{}  --- boot ---", EventTime(ev)), Tone::kDim));
+        continue;
+      }
+      const EventMeaning m = ExplainEvent(ev);
+      StyledLine l;
+      l.Add(EventTime(ev), Tone::kDim).Add("  ");
+      l.Add(GpuLabel(ev, ctx), Tone::kBold).Add("  ");
+      l.Add(WhatLabel(ev), m.hardware ? Tone::kRed : Tone::kYellow);
+      const std::string proc = ProcessLabel(ev);
+      if (!proc.empty()) l.Add("  " + proc);
+      const std::string tail = fmt::format("— {}; {} ({})", m.name, m.action, m.actor);
+      if (l.Width() + 2 + DisplayWidth(tail) <= width) {
+        emit(l.Add("  " + tail));
+      } else {
+        // Too wide for one line: the meaning goes below rather than being cut.
+        emit(l);
+        wrapped(tail, "    ", 6, Tone::kPlain);
+      }
+      if (explained.insert(ExplainKey(ev)).second) to_explain.push_back(&ev);
+    }
+  }
+
+  // 3. What they mean, each once.
+  if (!to_explain.empty()) {
+    out += '\n';
+    emit(StyledLine().Add("What they mean:", Tone::kBold));
+    for (const KernelEvent* ev : to_explain) {
+      const EventMeaning m = ExplainEvent(*ev);
+      const std::string label = ev->kind == kmsg::kKindXid && ev->xid
+                                    ? fmt::format("Xid {}", *ev->xid)
+                                    : EventKindTitle(ev->kind);
+      wrapped(fmt::format("{}. {} {} Who acts: {}.", m.name, m.meaning, m.advice, m.actor),
+              "  " + label + ": ", 4, Tone::kPlain);
+    }
+  }
+
+  // 4. Escalations.
+  if (!ctx.escalations.empty()) {
+    out += '\n';
+    emit(StyledLine().Add("Patterns across events:", Tone::kBold));
+    for (const kmsg::Escalation& e : ctx.escalations) {
+      std::vector<std::string> gpus;
+      for (const std::string& bus : e.pci_bus_ids) {
+        const std::optional<unsigned> idx = GpuIndexForBusId(ctx, bus);
+        gpus.push_back(idx ? fmt::format("GPU {} ({})", *idx, SanitizeForTerminal(bus))
+                           : SanitizeForTerminal(bus));
+      }
+      std::string kind(kmsg::EscalationKindName(e.kind));
+      std::replace(kind.begin(), kind.end(), '_', ' ');
+      wrapped(fmt::format("{}: {}", fmt::join(gpus, ", "), SanitizeForTerminal(e.reason)),
+              "  ! " + kind + ": ", 4,
+              e.kind == kmsg::EscalationKind::kHardwareInspection ? Tone::kRed : Tone::kYellow);
+    }
+  }
+  return out;
+}
+
+}  // namespace gw::render

@@ -1,0 +1,58 @@
+#include "render/health_json.h"
+
+#include "core/text.h"
+#include "render/health.h"
+#include "render/json_out.h"
+#include "render/why_json.h"
+
+namespace gw::render {
+namespace {
+
+using nlohmann::json;
+
+json HealthJsonUnchecked(const diagnose::Diagnosis& d, const Snapshot& latest) {
+  const HealthReport report = AssessHealth(d, latest);
+  json j;
+  j["schema"] = kHealthSchemaName;
+  j["schema_version"] = kHealthSchemaVersion;
+  j["health"] = HealthName(report.overall);
+  j["time_unix_ms"] = latest.time_unix_ms > 0 ? json(latest.time_unix_ms) : json(nullptr);
+  j["hostname"] = latest.host.hostname ? json(ToValidUtf8(*latest.host.hostname)) : json(nullptr);
+  json gpus = json::array();
+  for (const GpuHealth& g : report.gpus) {
+    json findings = json::array();
+    for (const diagnose::Finding* f : g.findings) findings.push_back(FindingJson(*f));
+    gpus.push_back({{"index", g.index},
+                    {"pci_bus_id", g.pci_bus_id ? json(ToValidUtf8(*g.pci_bus_id)) : json(nullptr)},
+                    {"health", HealthName(g.health)},
+                    {"findings", std::move(findings)}});
+  }
+  j["gpus"] = std::move(gpus);
+  json server = json::array();
+  for (const diagnose::Finding* f : report.server) server.push_back(FindingJson(*f));
+  j["findings"] = std::move(server);
+  json errors = json::array();
+  for (const ProbeError& e : latest.errors) errors.push_back(ProbeErrorJson(e));
+  j["errors"] = std::move(errors);
+  return j;
+}
+
+}  // namespace
+
+json HealthJson(const diagnose::Diagnosis& diagnosis, const Snapshot& latest) {
+  try {
+    return HealthJsonUnchecked(diagnosis, latest);
+  } catch (...) {
+    // Only allocation can fail (strings are made valid UTF-8).
+    return json{{"schema", kHealthSchemaName},
+                {"schema_version", kHealthSchemaVersion},
+                {"health", "unknown"}};
+  }
+}
+
+std::string RenderHealthJson(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
+                             bool pretty) {
+  return DumpJsonForTerminal(HealthJson(diagnosis, latest), pretty, kHealthSchemaName);
+}
+
+}  // namespace gw::render

@@ -1,0 +1,144 @@
+#include "render/health_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+#include "render/health.h"
+#include "render/styled_line.h"
+
+namespace gw::render {
+namespace {
+
+// Log lines are not cut.
+constexpr int kNoWidth = 1 << 20;
+
+std::string_view LevelWord(Health h) {
+  switch (h) {
+    case Health::kFailed:
+      return "FAULT";
+    case Health::kDegraded:
+      return "DEGRADED";
+    case Health::kUnknown:
+      return "UNKNOWN";
+    case Health::kHealthy:
+      return "OK";
+  }
+  return "UNKNOWN";
+}
+
+Tone LevelTone(Health h) {
+  switch (h) {
+    case Health::kFailed:
+      return Tone::kBoldRed;
+    case Health::kDegraded:
+      return Tone::kMagenta;
+    case Health::kUnknown:
+      return Tone::kDim;
+    case Health::kHealthy:
+      return Tone::kGreen;
+  }
+  return Tone::kPlain;
+}
+
+// "GPU 3 fell off the bus" -> "fell off the bus"; other messages unchanged.
+std::string WithoutSubject(std::string message, unsigned index) {
+  const std::string subject = fmt::format("GPU {}", index);
+  if (message.rfind(subject, 0) == 0) {
+    size_t cut = subject.size();
+    if (cut < message.size() && std::isdigit(static_cast<unsigned char>(message[cut]))) {
+      return message;  // "GPU 10 ..." is not GPU 1.
+    }
+    while (cut < message.size() && (message[cut] == ' ' || message[cut] == ':')) ++cut;
+    if (cut < message.size()) return message.substr(cut);
+  }
+  return message;
+}
+
+// "message — step; step [CODE, CODE]" from the worst finding and the others.
+std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health level,
+                   Opt<unsigned> index) {
+  // Findings are ranked, the worst first: the first at the level explains it.
+  // None does when the level comes from the GPU's verdict (no data).
+  const auto it = std::find_if(findings.begin(), findings.end(), [&](const diagnose::Finding* f) {
+    return HealthOfVerdict(f->implies) == level;
+  });
+  if (it == findings.end()) {
+    std::vector<std::string> codes;
+    for (const diagnose::Finding* f : findings) codes.push_back(SanitizeForTerminal(f->code));
+    std::string text = "no data (the probe did not reach this GPU)";
+    if (!codes.empty()) text += fmt::format(" [{}]", fmt::join(codes, ", "));
+    return text;
+  }
+  const diagnose::Finding* top = *it;
+  std::string text = SanitizeForTerminal(top->message);
+  if (index) text = WithoutSubject(std::move(text), *index);
+  std::vector<std::string> steps;
+  for (size_t i = 0; i < top->next_steps.size() && i < 2; ++i) {
+    steps.push_back(SanitizeForTerminal(top->next_steps[i]));
+  }
+  if (!steps.empty()) text += fmt::format(" — {}", fmt::join(steps, "; "));
+  std::vector<std::string> codes;
+  for (const diagnose::Finding* f : findings) {
+    std::string code = SanitizeForTerminal(f->code);
+    if (std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(code);
+  }
+  text += fmt::format(" [{}]", fmt::join(codes, ", "));
+  return text;
+}
+
+}  // namespace
+
+std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
+                             bool verbose, bool color) {
+  const HealthReport report = AssessHealth(diagnosis, latest);
+  std::string out;
+  const auto emit = [&](const StyledLine& l) {
+    out += l.Render(kNoWidth, color);
+    out += '\n';
+  };
+  unsigned healthy = 0;
+  for (const GpuHealth& g : report.gpus) {
+    if (g.health == Health::kHealthy) {
+      ++healthy;
+      continue;
+    }
+    StyledLine l;
+    l.Add(fmt::format("GPU {} {} ", g.index,
+                      g.pci_bus_id ? SanitizeForTerminal(*g.pci_bus_id) : std::string("N/A")));
+    l.Add(std::string(LevelWord(g.health)) + ":", LevelTone(g.health));
+    l.Add(" ");
+    l.Add(Detail(g.findings, g.health, g.index));
+    emit(l);
+  }
+  for (const diagnose::Finding* f : report.server) {
+    const Health h = HealthOfVerdict(f->implies);
+    if (h == Health::kHealthy && !verbose) continue;  // Notes (XID_APPLICATION, ...).
+    emit(StyledLine()
+             .Add("node ")
+             .Add(std::string(LevelWord(h)) + ":", LevelTone(h))
+             .Add(" " + Detail({f}, h, std::nullopt)));
+  }
+  if (report.overall == Health::kUnknown && out.empty()) {
+    emit(StyledLine()
+             .Add("node ")
+             .Add("UNKNOWN:", LevelTone(Health::kUnknown))
+             .Add(" " + (diagnosis.summary.empty() ? std::string("nothing could be looked at")
+                                                   : SanitizeForTerminal(diagnosis.summary))));
+  }
+  if (verbose && !report.gpus.empty()) {
+    const size_t n = report.gpus.size();
+    if (healthy == n) {
+      emit(StyledLine().Add(fmt::format("healthy: {} GPU{}", n, n == 1 ? "" : "s")));
+    } else {
+      emit(StyledLine().Add(fmt::format("healthy: {} of {} GPUs", healthy, n)));
+    }
+  }
+  return out;
+}
+
+}  // namespace gw::render

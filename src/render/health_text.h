@@ -1,0 +1,28 @@
+// `gpuwarden health` as text: quiet when healthy, one line per problem — made
+// for a scheduler's node health check log (Slurm HealthCheckProgram, ...).
+#ifndef GPUWARDEN_RENDER_HEALTH_TEXT_H_
+#define GPUWARDEN_RENDER_HEALTH_TEXT_H_
+
+#include <string>
+
+#include "core/snapshot.h"
+#include "diagnose/verdict.h"
+
+namespace gw::render {
+
+// Nothing at all when the node is healthy, unless `verbose` (then
+// `healthy: N GPUs`). Otherwise one '\n'-terminated line per GPU that is not
+// healthy, in index order:
+//   GPU 3 00000000:BB:00.0 FAULT: fell off the bus (Xid 79) — STEP; STEP [CODES]
+// (the worst finding's message without its "GPU n" subject, its first two
+// next steps, the codes of the GPU's health findings), then one `node LEVEL:`
+// line per server-level health finding, or one naming the summary when the
+// node is unknown without any. LEVEL is FAULT, DEGRADED or UNKNOWN. Verbose
+// adds `healthy: M of N GPUs` when some are not. Lines are not cut (logs have
+// no width); text is sanitised.
+std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
+                             bool verbose, bool color);
+
+}  // namespace gw::render
+
+#endif  // GPUWARDEN_RENDER_HEALTH_TEXT_H_

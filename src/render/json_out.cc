@@ -1,0 +1,66 @@
+#include "render/json_out.h"
+
+#include <fmt/format.h>
+
+namespace gw::render {
+namespace {
+
+bool NeedsEscape(char32_t cp) {
+  return cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
+         cp == 0x2029;
+}
+
+// `in` is valid UTF-8 (dump() with the replace handler guarantees it). Bytes
+// >= 0x80 and DEL only occur inside JSON strings, where \uXXXX denotes the
+// same code point, so the escaped text decodes to the same document.
+std::string EscapeForTerminal(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    const auto lead = static_cast<unsigned char>(in[i]);
+    size_t len = 1;
+    char32_t cp = lead;
+    if (lead >= 0xF0) {
+      len = 4;
+      cp = lead & 0x07u;
+    } else if (lead >= 0xE0) {
+      len = 3;
+      cp = lead & 0x0Fu;
+    } else if (lead >= 0xC0) {
+      len = 2;
+      cp = lead & 0x1Fu;
+    }
+    if (i + len > in.size()) len = 1;  // Not reachable with valid input.
+    for (size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(in[i + k]) & 0x3Fu);
+    if (len > 1 || lead == 0x7F) {
+      if (NeedsEscape(cp)) {
+        out += fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
+        i += len;
+        continue;
+      }
+    }
+    out.append(in, i, len);
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::string_view schema) {
+  try {
+    return EscapeForTerminal(
+        doc.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } catch (...) {
+    // Only allocation can fail here; a short fixed document keeps the output JSON.
+    return fmt::format(
+        R"({{"errors":[{{"code":"internal","message":"could not serialise the document",)"
+        R"("source":"render"}}],"schema":"{}","schema_version":1}})",
+        schema);
+  }
+}
+
+}  // namespace gw::render

@@ -1,0 +1,146 @@
+#include "render/why_json.h"
+
+#include <algorithm>
+
+#include "core/text.h"
+#include "diagnose/catalog.h"
+#include "render/json_out.h"
+
+namespace gw::render {
+namespace {
+
+using diagnose::Diagnosis;
+using diagnose::Finding;
+using nlohmann::json;
+
+json Str(std::string_view s) { return ToValidUtf8(s); }
+
+json OptStr(const Opt<std::string>& v) { return v ? Str(*v) : json(nullptr); }
+
+json StrList(const std::vector<std::string>& list) {
+  json out = json::array();
+  for (const std::string& s : list) out.push_back(Str(s));
+  return out;
+}
+
+const Gpu* FindGpu(const Snapshot& s, unsigned index) {
+  const auto it =
+      std::find_if(s.gpus.begin(), s.gpus.end(), [&](const Gpu& g) { return g.index == index; });
+  return it == s.gpus.end() ? nullptr : &*it;
+}
+
+json UserJson(const diagnose::UserHolding& u) {
+  // Nothing known about any of the user's entries: the sum is unknown, not 0.
+  const bool none_known = u.vram_bytes == 0 && u.memory_unknown > 0;
+  return json{{"user", Str(u.user)},
+              {"uid", u.uid ? json(*u.uid) : json(nullptr)},
+              {"gpus", u.gpus},
+              {"pids", u.pids},
+              {"vram_bytes", none_known ? json(nullptr) : json(u.vram_bytes)},
+              {"idle_vram_bytes", none_known ? json(nullptr) : json(u.idle_vram_bytes)},
+              {"memory_unknown", u.memory_unknown}};
+}
+
+json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonContext& ctx) {
+  json j;
+  j["schema"] = kWhySchemaName;
+  j["schema_version"] = kWhySchemaVersion;
+  j["verdict"] = diagnose::VerdictName(d.server);
+  j["summary"] = Str(d.summary);
+  j["time_unix_ms"] = latest.time_unix_ms > 0 ? json(latest.time_unix_ms) : json(nullptr);
+  j["hostname"] = OptStr(latest.host.hostname);
+  j["need"] = OptStr(ctx.need);
+
+  json gpus = json::array();
+  for (const diagnose::GpuVerdict& v : d.gpus) {
+    const Gpu* g = FindGpu(latest, v.index);
+    json findings = json::array();
+    for (size_t k : v.findings) {
+      if (k < d.findings.size()) findings.push_back(FindingJson(d.findings[k]));
+    }
+    gpus.push_back({{"index", v.index},
+                    {"pci_bus_id", g ? OptStr(g->pci_bus_id) : json(nullptr)},
+                    {"uuid", g ? OptStr(g->uuid) : json(nullptr)},
+                    {"name", g ? OptStr(g->name) : json(nullptr)},
+                    {"verdict", diagnose::VerdictName(v.verdict)},
+                    {"line", Str(v.line)},
+                    {"reclaimable_bytes", v.reclaimable_bytes},
+                    {"findings", std::move(findings)}});
+  }
+  j["gpus"] = std::move(gpus);
+
+  json server = json::array();
+  json ranked = json::array();
+  for (const Finding& f : d.findings) {
+    ranked.push_back(Str(f.code));
+    if (f.gpus.empty()) server.push_back(FindingJson(f));
+  }
+  j["findings"] = std::move(server);
+  j["all_findings_ranked"] = std::move(ranked);
+
+  json users = json::array();
+  for (const diagnose::UserHolding& u : d.users) users.push_back(UserJson(u));
+  j["users"] = std::move(users);
+
+  j["window"] = {{"samples", ctx.samples}, {"seconds", ctx.window_s}};
+  // An empty list says the kernel log was not read; null would say "unknown".
+  j["kernel_log"] = {{"read", !ctx.kernel_log_sources.empty()},
+                     {"sources", StrList(ctx.kernel_log_sources)}};
+  json errors = json::array();
+  for (const ProbeError& e : latest.errors) errors.push_back(ProbeErrorJson(e));
+  j["errors"] = std::move(errors);
+  return j;
+}
+
+}  // namespace
+
+json FindingJson(const Finding& f) {
+  json evidence = json::array();
+  for (const diagnose::Evidence& e : f.evidence) {
+    evidence.push_back({{"name", Str(e.name)},
+                        {"value", Str(e.value)},
+                        {"number", e.number ? json(*e.number) : json(nullptr)},
+                        {"unit", e.unit.empty() ? json(nullptr) : Str(e.unit)}});
+  }
+  const diagnose::FindingSpec* spec = diagnose::FindSpec(f.code);
+  return json{{"code", Str(f.code)},
+              {"category", diagnose::CategoryName(f.category)},
+              {"severity", diagnose::SeverityName(f.severity)},
+              {"implies", diagnose::VerdictName(f.implies)},
+              {"actor", diagnose::ActorName(f.actor)},
+              {"title", spec ? Str(spec->title) : json(nullptr)},
+              {"message", Str(f.message)},
+              {"evidence", std::move(evidence)},
+              {"next_steps", StrList(f.next_steps)},
+              {"gpus", f.gpus},
+              {"pids", f.pids}};
+}
+
+json ProbeErrorJson(const ProbeError& e) {
+  return json{{"source", Str(e.source)},
+              {"code", Str(e.code)},
+              {"message", Str(e.message)},
+              {"gpu_index", e.gpu_index ? json(*e.gpu_index) : json(nullptr)},
+              {"nvml_return", e.nvml_return ? json(*e.nvml_return) : json(nullptr)}};
+}
+
+json WhyJson(const Diagnosis& diagnosis, const Snapshot& latest, const WhyJsonContext& context) {
+  try {
+    return WhyJsonUnchecked(diagnosis, latest, context);
+  } catch (...) {
+    // Only allocation can fail (every string went through ToValidUtf8).
+    return json{{"schema", kWhySchemaName},
+                {"schema_version", kWhySchemaVersion},
+                {"verdict", "UNKNOWN"},
+                {"errors", json::array({{{"source", "render"},
+                                         {"code", "internal"},
+                                         {"message", "could not build the document"}}})}};
+  }
+}
+
+std::string RenderWhyJson(const Diagnosis& diagnosis, const Snapshot& latest,
+                          const WhyJsonContext& context, bool pretty) {
+  return DumpJsonForTerminal(WhyJson(diagnosis, latest, context), pretty, kWhySchemaName);
+}
+
+}  // namespace gw::render

@@ -1,0 +1,379 @@
+// `gpuwarden why`, `health` and `events` end to end: the real binary, the
+// simulated driver, real child processes (an idle holder, an orphan, a zombie)
+// and real kernel-log files.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "e2e/e2e_util.h"
+#include "e2e/run_process.h"
+#include "e2e/scenario_expect.h"
+
+namespace gw::test {
+namespace {
+
+using nlohmann::json;
+
+RunOptions SimOptions() {
+  RunOptions o;
+  o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
+  o.env["GPUWARDEN_SIM_START"] = NowSecondsString();
+  o.env["CUDA_VISIBLE_DEVICES"] = std::nullopt;
+  o.env["CUDA_DEVICE_ORDER"] = std::nullopt;
+  return o;
+}
+
+std::set<std::string> Codes(const json& why) {
+  std::set<std::string> codes;
+  for (const json& c : why["all_findings_ranked"]) codes.insert(c.get<std::string>());
+  return codes;
+}
+
+// Every finding object in the why JSON, server-level and per GPU.
+std::vector<json> AllFindings(const json& why) {
+  std::vector<json> out;
+  for (const json& f : why["findings"]) out.push_back(f);
+  for (const json& g : why["gpus"]) {
+    for (const json& f : g["findings"]) out.push_back(f);
+  }
+  return out;
+}
+
+bool HasFindingForPid(const json& why, const std::string& code, pid_t pid) {
+  for (const json& f : AllFindings(why)) {
+    if (f["code"] != code) continue;
+    for (const json& p : f["pids"]) {
+      if (p == pid) return true;
+    }
+  }
+  return false;
+}
+
+struct WhyRun {
+  RunResult result;
+  json out;
+};
+
+WhyRun Why(const std::vector<std::string>& args, const RunOptions& options) {
+  WhyRun run;
+  run.result = RunProcess(Gpuwarden(args), options);
+  run.out = json::parse(run.result.out, nullptr, false);
+  return run;
+}
+
+// The verdict each shipped scenario's name promises (scenarios/README.md).
+struct Promise {
+  const char* scenario;
+  const char* verdict;
+  int exit_code;
+  std::vector<std::string> must_find;
+};
+
+void PrintTo(const Promise& p, std::ostream* os) { *os << p.scenario; }
+
+class ScenarioVerdict : public ::testing::TestWithParam<Promise> {};
+
+TEST_P(ScenarioVerdict, WhyGivesTheVerdictTheScenarioPromises) {
+  const Promise& p = GetParam();
+  WhyRun run =
+      Why({"--sim", ScenarioPath(p.scenario), "--timeout", "1", "why", "--window", "1", "--json"},
+          SimOptions());
+  SCOPED_TRACE(std::string(p.scenario) + "\n" + run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_EQ(run.out["verdict"], p.verdict);
+  EXPECT_EQ(run.result.exit_code, p.exit_code);
+  const auto codes = Codes(run.out);
+  for (const std::string& code : p.must_find) {
+    EXPECT_TRUE(codes.count(code)) << "missing " << code;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, ScenarioVerdict,
+    ::testing::Values(Promise{"healthy-idle.json", "OK", 0, {}},
+                      Promise{"nvlink-8gpu.json", "OK", 0, {}},
+                      Promise{"vram-exhausted.json", "BUSY", 10, {"VRAM_EXHAUSTED"}},
+                      Promise{"compute-saturated.json", "BUSY", 10, {"COMPUTE_SATURATED"}},
+                      Promise{"memory-no-process.json", "OK", 0, {"INVISIBLE_HOLDER"}},
+                      Promise{"xid79-fallen-off-bus.json", "FAULT", 13, {"GPU_LOST"}},
+                      Promise{"ecc-double-bit.json", "FAULT", 13, {"ECC_DBE_VOLATILE"}},
+                      Promise{"row-remap-pending.json", "DEGRADED", 12, {"ROW_REMAP_PENDING"}},
+                      Promise{"hot-while-idle.json", "DEGRADED", 12, {"HOT_WHILE_IDLE"}},
+                      Promise{"driver-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
+                      Promise{"init-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
+                      Promise{"driver-not-loaded.json", "FAULT", 13, {"DRIVER_NOT_LOADED"}},
+                      Promise{"version-mismatch.json", "FAULT", 13, {"DRIVER_VERSION_MISMATCH"}}),
+    [](const ::testing::TestParamInfo<Promise>& param_info) {
+      std::string name = std::filesystem::path(param_info.param.scenario).stem().string();
+      for (char& c : name) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(WhyE2e, HealthyServerHasNoWarningAtAll) {
+  WhyRun run = Why({"--sim", ScenarioPath("healthy-idle.json"), "why", "--window", "1", "--json"},
+                   SimOptions());
+  ASSERT_FALSE(run.out.is_discarded()) << run.result.err;
+  for (const json& f : AllFindings(run.out)) {
+    EXPECT_EQ(f["severity"], "info") << f.dump();
+  }
+  // The text view answers in its first line.
+  RunResult text = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("healthy-idle.json"), "why", "--now"}), SimOptions());
+  EXPECT_EQ(text.out.rfind("OK", 0), 0u) << text.out;
+}
+
+TEST(WhyE2e, RealIdleHolderIsReclaimable) {
+  ChildProcess idle;  // A real process that holds "70 GiB" and computes nothing.
+  TempDir dir;
+  std::string scenario = dir.Write("idle.json", R"({
+    "driver": {"version": "550.90.07", "nvml_version": "12.550.90.07", "cuda_version": 12040},
+    "gpus": [{"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-aaaaaaaa-1111-2222-3333-444444444444",
+              "pci_bus_id": "00000000:07:00.0", "memory": {"total_mib": 81920, "used_mib": 71680},
+              "utilization": {"gpu": 0, "memory": 0}, "temperature_c": 33,
+              "processes": [{"pid": "env:GW_IDLE_PID", "used_mib": 71680, "sm_pct": 0,
+                             "mem_pct": 0}]}]
+  })");
+  RunOptions o = SimOptions();
+  o.env["GW_IDLE_PID"] = std::to_string(idle.pid());
+  WhyRun run = Why({"--sim", scenario, "why", "--window", "1", "--idle-for", "0", "--json"}, o);
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_EQ(run.out["verdict"], "RECLAIMABLE");
+  EXPECT_EQ(run.result.exit_code, 11);
+  EXPECT_TRUE(HasFindingForPid(run.out, "IDLE_HOLDER", idle.pid()));
+}
+
+TEST(WhyE2e, RealOrphanIsFound) {
+  // sh starts a background sleep and exits: the sleep is re-parented and keeps
+  // its dead parent's process group — a dataloader worker of a killed run.
+  RunResult started =
+      RunProcess({"/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $!"});
+  ASSERT_EQ(started.exit_code, 0);
+  const pid_t orphan = std::stoi(started.out);
+  struct Killer {
+    pid_t pid;
+    ~Killer() { kill(pid, SIGKILL); }
+  } killer{orphan};
+  TempDir dir;
+  std::string scenario = dir.Write("orphan.json", R"({
+    "driver": {"version": "550.90.07", "nvml_version": "12.550.90.07", "cuda_version": 12040},
+    "gpus": [{"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-bbbbbbbb-1111-2222-3333-444444444444",
+              "pci_bus_id": "00000000:07:00.0", "memory": {"total_mib": 81920, "used_mib": 61440},
+              "utilization": {"gpu": 0, "memory": 0}, "temperature_c": 33,
+              "processes": [{"pid": "env:GW_ORPHAN_PID", "used_mib": 61440, "sm_pct": 0,
+                             "mem_pct": 0}]}]
+  })");
+  RunOptions o = SimOptions();
+  o.env["GW_ORPHAN_PID"] = std::to_string(orphan);
+  WhyRun run = Why({"--sim", scenario, "why", "--now", "--json"}, o);
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_TRUE(HasFindingForPid(run.out, "ORPHAN_HOLDER", orphan));
+  EXPECT_EQ(run.out["verdict"], "RECLAIMABLE");
+}
+
+TEST(WhyE2e, RealZombieHolderPointsAtItsParent) {
+  TempDir dir;
+  const std::string pid_file = dir.path() + "/zombie.pid";
+  // The shell forks a short-lived child, then becomes `sleep`, which never
+  // reaps it: the child stays a zombie of the sleep.
+  ChildProcess parent({"/bin/sh", "-c", "sleep 0 & echo $! > \"$0\"; exec sleep 300", pid_file});
+  pid_t zombie = 0;
+  for (int i = 0; i < 300 && zombie == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (in >> zombie) {
+      std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+      std::string s((std::istreambuf_iterator<char>(stat)), {});
+      if (s.find(") Z ") == std::string::npos) zombie = 0;
+    }
+    if (zombie == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(zombie, 0) << "no zombie appeared";
+  RunOptions o = SimOptions();
+  o.env["GW_ZOMBIE_PID"] = std::to_string(zombie);
+  WhyRun run = Why({"--sim", ScenarioPath("zombie-holder.json"), "why", "--now", "--json"}, o);
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_TRUE(HasFindingForPid(run.out, "ZOMBIE_HOLDER", zombie));
+  // The next step names the parent, which is what can actually help.
+  EXPECT_NE(run.result.out.find(std::to_string(parent.pid())), std::string::npos);
+}
+
+TEST(WhyE2e, NeedThatCannotBePlacedSaysWhy) {
+  WhyRun run = Why(
+      {"--sim", ScenarioPath("vram-exhausted.json"), "why", "--now", "--need", "2x24G", "--json"},
+      SimOptions());
+  ASSERT_FALSE(run.out.is_discarded()) << run.result.err;
+  const auto codes = Codes(run.out);
+  EXPECT_TRUE(codes.count("NEED_UNSATISFIABLE") || codes.count("FRAGMENTED")) << run.result.out;
+  RunResult bad =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "why", "--need", "lots"}),
+                 SimOptions());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("lots"), std::string::npos) << bad.err;
+}
+
+TEST(WhyE2e, ExplainKnownAndUnknownCodes) {
+  RunResult known = RunProcess(Gpuwarden({"why", "--explain", "IDLE_HOLDER"}), SimOptions());
+  EXPECT_EQ(known.exit_code, 0);
+  EXPECT_NE(known.out.find("IDLE_HOLDER"), std::string::npos) << known.out;
+  RunResult unknown = RunProcess(Gpuwarden({"why", "--explain", "NO_SUCH_CODE"}), SimOptions());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("NO_SUCH_CODE"), std::string::npos) << unknown.err;
+}
+
+std::string WriteLog(const TempDir& dir, const std::string& name,
+                     const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  return dir.Write(name, text);
+}
+
+TEST(WhyE2e, ApplicationXidsAloneNeverMakeAFault) {
+  TempDir dir;
+  // GPU 0 of healthy-idle.json is at 00000000:18:00.0.
+  std::string log = WriteLog(
+      dir, "app-xids.log",
+      {"[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', "
+       "name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction",
+       "[Fri Aug 30 11:43:10 2024] NVRM: Xid (PCI:0000:18:00): 31, pid=169800, name=python, Ch "
+       "00000023, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f_00000000",
+       "[Fri Aug 30 11:43:11 2024] NVRM: Xid (PCI:0000:18:00): 43, pid=169800, name=python, Ch "
+       "00000008",
+       "[Fri Aug 30 11:43:12 2024] NVRM: Xid (PCI:0000:18:00): 45, pid=169800, name=python, Ch "
+       "00000008"});
+  WhyRun run = Why(
+      {"--sim", ScenarioPath("healthy-idle.json"), "why", "--now", "--kernel-log", log, "--json"},
+      SimOptions());
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_NE(run.out["verdict"], "FAULT");
+  EXPECT_NE(run.out["verdict"], "DEGRADED");
+  EXPECT_TRUE(Codes(run.out).count("XID_APPLICATION"));
+}
+
+TEST(WhyE2e, FallenOffTheBusInTheKernelLogIsAFault) {
+  TempDir dir;
+  std::string log = WriteLog(
+      dir, "xid79.log",
+      {"Jul 01 22:55:07 gpu kernel: NVRM: GPU at PCI:0000:3b:00: "
+       "GPU-0b11d014-1685-04bd-26ed-5fc0bc1c44ae",
+       "Jul 01 22:55:07 gpu kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+       "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."});
+  WhyRun run = Why(
+      {"--sim", ScenarioPath("healthy-idle.json"), "why", "--now", "--kernel-log", log, "--json"},
+      SimOptions());
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_EQ(run.out["verdict"], "FAULT");
+  EXPECT_EQ(run.result.exit_code, 13);
+}
+
+TEST(WhyE2e, OfflineDumpAndKernelLogAreJudgedTogether) {
+  const std::string dump =
+      SharedSamplesDir() + "/03_nvidia-smi-q-x_Tesla-T4_515.105.01_dtd-v11.xml";
+  const std::string log = SharedSamplesDir() + "/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
+  if (!std::filesystem::exists(dump) || !std::filesystem::exists(log)) {
+    GTEST_SKIP() << "real captures live in ../shared/research/samples and were not found";
+  }
+  WhyRun run = Why({"why", "--from", dump, "--kernel-log", log, "--json"}, SimOptions());
+  SCOPED_TRACE(run.result.out + run.result.err);
+  ASSERT_FALSE(run.out.is_discarded());
+  EXPECT_EQ(run.out["window"]["samples"], 1);
+  EXPECT_FALSE(run.out["kernel_log"]["sources"].empty());
+  // The GSP timeouts are on another machine's GPU: server-level evidence, not invented GPUs.
+  EXPECT_EQ(run.out["gpus"].size(), 1u);
+}
+
+TEST(HealthE2e, QuietWhenHealthyAndCodesForDegradedAndFailed) {
+  RunResult healthy = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("healthy-idle.json"), "health", "--now"}), SimOptions());
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
+  EXPECT_TRUE(healthy.out.empty()) << healthy.out;
+
+  // A busy server is healthy hardware: health says nothing.
+  RunResult busy = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("vram-exhausted.json"), "health", "--now"}), SimOptions());
+  EXPECT_EQ(busy.exit_code, 0) << busy.out;
+
+  RunResult degraded =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("row-remap-pending.json"), "health", "--now"}),
+                 SimOptions());
+  EXPECT_EQ(degraded.exit_code, 12) << degraded.out;
+  EXPECT_FALSE(degraded.out.empty());
+
+  RunResult failed =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("xid79-fallen-off-bus.json"), "health", "--now"}),
+                 SimOptions());
+  EXPECT_EQ(failed.exit_code, 13) << failed.out;
+  EXPECT_NE(failed.out.find("GPU 5"), std::string::npos) << failed.out;
+
+  RunResult json_run = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("xid79-fallen-off-bus.json"), "health", "--now", "--json"}),
+      SimOptions());
+  json out = json::parse(json_run.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << json_run.out;
+  EXPECT_EQ(out["health"], "failed");
+}
+
+TEST(EventsE2e, ListsExplainsAndAttributesNvrmEvents) {
+  TempDir dir;
+  std::string log = WriteLog(
+      dir, "mixed.log",
+      {"[  12.000000] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+       "[ 100.500000] NVRM: Xid (PCI:0000:19:00): 79, pid=1234, name=python, GPU has fallen off "
+       "the bus.",
+       "[ 101.000000] EXT4-fs (sda1): mounted filesystem",
+       "[ 102.000000] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=\x1b[2Jevil, Graphics "
+       "Exception",
+       "\x01\x02\xff garbage line"});
+  RunResult r = RunProcess(Gpuwarden({"events", "--kernel-log", log, "--json"}), SimOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json out = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+  std::map<unsigned, json> by_xid;
+  for (const json& e : out["events"]) {
+    if (e.contains("xid") && !e["xid"].is_null()) by_xid[e["xid"].get<unsigned>()] = e;
+  }
+  ASSERT_TRUE(by_xid.count(79)) << r.out;
+  ASSERT_TRUE(by_xid.count(13)) << r.out;
+  EXPECT_EQ(by_xid[79]["xid_info"]["hardware"], true);
+  EXPECT_EQ(by_xid[13]["xid_info"]["hardware"], false);
+
+  RunResult text = RunProcess(Gpuwarden({"events", "--kernel-log", log}), SimOptions());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("79"), std::string::npos);
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << "raw ESC reached the terminal";
+
+  RunResult missing =
+      RunProcess(Gpuwarden({"events", "--kernel-log", dir.path() + "/nope.log"}), SimOptions());
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("nope.log"), std::string::npos) << missing.err;
+}
+
+TEST(EventsE2e, RealGspTimeoutCapture) {
+  const std::string log = SharedSamplesDir() + "/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
+  if (!std::filesystem::exists(log)) {
+    GTEST_SKIP() << "real captures live in ../shared/research/samples and were not found";
+  }
+  RunResult r = RunProcess(Gpuwarden({"events", "--kernel-log", log, "--json"}), SimOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json out = json::parse(r.out);
+  unsigned xid119 = 0;
+  for (const json& e : out["events"]) {
+    if (e.value("xid", json()) == 119) ++xid119;
+  }
+  EXPECT_GE(xid119, 3u) << r.out;
+}
+
+}  // namespace
+}  // namespace gw::test
