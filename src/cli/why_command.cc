@@ -16,6 +16,7 @@
 #include "render/events_json.h"
 #include "render/events_text.h"
 #include "render/explain.h"
+#include "render/health.h"
 #include "render/health_json.h"
 #include "render/health_text.h"
 #include "render/why_json.h"
@@ -41,26 +42,13 @@ std::vector<std::string> SourcesRead(const Judged& judged) {
   return judged.kernel_log->used;
 }
 
-bool IsHealthCategory(diagnose::Category c) {
-  using diagnose::Category;
-  switch (c) {
-    case Category::kShortage:
-    case Category::kContention:
-    case Category::kHolder:
-    case Category::kConfiguration:
-      return false;
-    default:
-      return true;
-  }
-}
-
 }  // namespace
 
 diagnose::Diagnosis HealthOnly(const diagnose::Diagnosis& full, const Snapshot& latest,
                                const diagnose::DiagnoseOptions& options) {
   diagnose::Diagnosis out;
   for (const auto& f : full.findings) {
-    if (IsHealthCategory(f.category)) out.findings.push_back(f);
+    if (render::IsHealthCategory(f.category)) out.findings.push_back(f);
   }
   diagnose::RankFindings(out.findings);
   out.gpus = diagnose::JudgeGpus(latest, out.findings, options);
@@ -111,7 +99,7 @@ int RunHealth(const GlobalOptions& global, const HealthArgs& args) {
   const Snapshot& latest = judged->history.back();
   diagnose::Diagnosis health = HealthOnly(judged->diagnosis, latest, judged->options);
   if (args.json) {
-    Print(render::HealthJson(health, latest).dump(2));
+    Print(render::RenderHealthJson(health, latest, /*pretty=*/true));
   } else {
     Print(render::RenderHealthText(health, latest, args.verbose, ShouldUseColor(global.color)));
   }
@@ -164,7 +152,7 @@ int RunEvents(const GlobalOptions& global, const EventsArgs& args) {
     }
   }
   if (args.json) {
-    Print(render::EventsJson(log->events, context).dump(2));
+    Print(render::RenderEventsJson(log->events, context, /*pretty=*/true));
   } else {
     Print(render::RenderEventsText(log->events, context, ShouldUseColor(global.color),
                                    OutputWidth()));
