@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace gw::kmsg {
 namespace {
@@ -143,6 +145,25 @@ TEST(KmsgXidNames, StableWords) {
   EXPECT_EQ(XidActionName(XidAction::kRebootNode), "reboot_node");
   EXPECT_EQ(XidActionName(XidAction::kCheckMechanicals), "check_mechanicals");
   EXPECT_EQ(ActorName(Actor::kVendor), "vendor");
+}
+
+}  // namespace
+}  // namespace gw::kmsg
+
+namespace gw::kmsg {
+namespace {
+
+// docs/diagnosis.md carries the catalog as a table for users; keep them in step.
+TEST(KmsgXidCatalog, EveryCodeIsInTheUsersTable) {
+  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/diagnosis.md");
+  ASSERT_TRUE(in) << "docs/diagnosis.md not found";
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const XidInfo& x : XidCatalog()) {
+    EXPECT_NE(text.str().find("| " + std::to_string(x.code) + " | " + std::string(x.name) + " |"),
+              std::string::npos)
+        << "Xid " << x.code << " missing from docs/diagnosis.md";
+  }
 }
 
 }  // namespace
