@@ -1,5 +1,7 @@
 #include "diagnose/finding.h"
 
+#include <fmt/format.h>
+
 namespace gw::diagnose {
 
 std::string_view SeverityName(Severity severity) {
@@ -98,6 +100,16 @@ Opt<double> EvidenceNumber(const Finding& finding, std::string_view name) {
     if (e.name == name) return e.number;
   }
   return std::nullopt;
+}
+
+std::string MessageWithoutSubject(const std::string& message, unsigned gpu) {
+  const std::string subject = fmt::format("GPU {}", gpu);
+  if (message.compare(0, subject.size(), subject) != 0) return message;
+  std::string rest = message.substr(subject.size());
+  for (std::string_view joint : {"'s ", ": ", " "}) {
+    if (rest.compare(0, joint.size(), joint) == 0) return rest.substr(joint.size());
+  }
+  return message;  // "GPU 10 ..." is not GPU 1.
 }
 
 }  // namespace gw::diagnose

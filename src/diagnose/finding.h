@@ -98,6 +98,11 @@ int VerdictRank(Verdict verdict);
 // The machine number of the evidence called `name`, if the finding has it.
 Opt<double> EvidenceNumber(const Finding& finding, std::string_view name);
 
+// A finding's message without its leading subject, for lines that already
+// name the GPU: "GPU 3 fell off the bus" -> "fell off the bus", "GPU 1's PCIe
+// link runs ..." -> "PCIe link runs ...". Other messages unchanged.
+std::string MessageWithoutSubject(const std::string& message, unsigned gpu);
+
 // Evidence names that holder findings share, read by the verdict.
 inline constexpr std::string_view kHeldEvidence = "held";  // Bytes held on finding.gpus[0].
 

@@ -62,16 +62,6 @@ Reclaim CollectReclaim(std::span<const Finding> findings) {
 }
 
 // "GPU 3 fell off the bus" -> "fell off the bus"; "GPU 0's PCIe ..." -> "PCIe ...".
-std::string WithoutSubject(const std::string& message, unsigned gpu) {
-  const std::string subject = fmt::format("GPU {}", gpu);
-  if (message.compare(0, subject.size(), subject) != 0) return message;
-  std::string rest = message.substr(subject.size());
-  for (std::string_view joint : {"'s ", ": ", " "}) {
-    if (rest.compare(0, joint.size(), joint) == 0) return rest.substr(joint.size());
-  }
-  return message;
-}
-
 bool IsHardwareCategory(Category c) {
   return c == Category::kMemory || c == Category::kBus || c == Category::kThermal ||
          c == Category::kPower || c == Category::kNvlink || c == Category::kHardware;
@@ -212,7 +202,7 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         v.verdict == Verdict::kUnknown) {
       for (size_t k : v.findings) {
         if (ranked[k].implies == v.verdict) {
-          detail = WithoutSubject(ranked[k].message, gpu.index);
+          detail = MessageWithoutSubject(ranked[k].message, gpu.index);
           break;
         }
       }

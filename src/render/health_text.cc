@@ -45,20 +45,6 @@ Tone LevelTone(Health h) {
   return Tone::kPlain;
 }
 
-// "GPU 3 fell off the bus" -> "fell off the bus"; other messages unchanged.
-std::string WithoutSubject(std::string message, unsigned index) {
-  const std::string subject = fmt::format("GPU {}", index);
-  if (message.rfind(subject, 0) == 0) {
-    size_t cut = subject.size();
-    if (cut < message.size() && std::isdigit(static_cast<unsigned char>(message[cut]))) {
-      return message;  // "GPU 10 ..." is not GPU 1.
-    }
-    while (cut < message.size() && (message[cut] == ' ' || message[cut] == ':')) ++cut;
-    if (cut < message.size()) return message.substr(cut);
-  }
-  return message;
-}
-
 // "message — step; step [CODE, CODE]" from the worst finding and the others.
 std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health level,
                    Opt<unsigned> index) {
@@ -76,7 +62,7 @@ std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health
   }
   const diagnose::Finding* top = *it;
   std::string text = SanitizeForTerminal(top->message);
-  if (index) text = WithoutSubject(std::move(text), *index);
+  if (index) text = diagnose::MessageWithoutSubject(std::move(text), *index);
   std::vector<std::string> steps;
   for (size_t i = 0; i < top->next_steps.size() && i < 2; ++i) {
     steps.push_back(SanitizeForTerminal(top->next_steps[i]));

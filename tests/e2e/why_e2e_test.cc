@@ -74,6 +74,7 @@ struct Promise {
   const char* verdict;
   int exit_code;
   std::vector<std::string> must_find;
+  std::vector<std::string> extra_args = {};
 };
 
 void PrintTo(const Promise& p, std::ostream* os) { *os << p.scenario; }
@@ -97,19 +98,35 @@ TEST_P(ScenarioVerdict, WhyGivesTheVerdictTheScenarioPromises) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shipped, ScenarioVerdict,
-    ::testing::Values(Promise{"healthy-idle.json", "OK", 0, {}},
-                      Promise{"nvlink-8gpu.json", "OK", 0, {}},
-                      Promise{"vram-exhausted.json", "BUSY", 10, {"VRAM_EXHAUSTED"}},
-                      Promise{"compute-saturated.json", "BUSY", 10, {"COMPUTE_SATURATED"}},
-                      Promise{"memory-no-process.json", "OK", 0, {"INVISIBLE_HOLDER"}},
-                      Promise{"xid79-fallen-off-bus.json", "FAULT", 13, {"GPU_LOST"}},
-                      Promise{"ecc-double-bit.json", "FAULT", 13, {"ECC_DBE_VOLATILE"}},
-                      Promise{"row-remap-pending.json", "DEGRADED", 12, {"ROW_REMAP_PENDING"}},
-                      Promise{"hot-while-idle.json", "DEGRADED", 12, {"HOT_WHILE_IDLE"}},
-                      Promise{"driver-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
-                      Promise{"init-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
-                      Promise{"driver-not-loaded.json", "FAULT", 13, {"DRIVER_NOT_LOADED"}},
-                      Promise{"version-mismatch.json", "FAULT", 13, {"DRIVER_VERSION_MISMATCH"}}),
+    ::testing::Values(
+        Promise{"healthy-idle.json", "OK", 0, {}}, Promise{"nvlink-8gpu.json", "OK", 0, {}},
+        Promise{"idle-holders.json", "OK", 0, {"IDLE_HOLDER"}, {"--idle-for", "0"}},
+        Promise{"bench-8gpu-64proc.json", "BUSY", 10, {"COMPUTE_SATURATED"}},
+        Promise{"handle-errors.json", "FAULT", 13, {"GPU_INSUFFICIENT_POWER", "NO_PERMISSION"}},
+        Promise{"no-gpus.json", "UNKNOWN", 14, {"NO_GPU_VISIBLE"}},
+        Promise{"vram-exhausted.json", "BUSY", 10, {"VRAM_EXHAUSTED"}},
+        Promise{"compute-saturated.json", "BUSY", 10, {"COMPUTE_SATURATED"}},
+        Promise{"memory-no-process.json", "OK", 0, {"INVISIBLE_HOLDER"}},
+        Promise{"xid79-fallen-off-bus.json", "FAULT", 13, {"GPU_LOST"}},
+        Promise{"ecc-double-bit.json", "FAULT", 13, {"ECC_DBE_VOLATILE"}},
+        Promise{"row-remap-pending.json", "DEGRADED", 12, {"ROW_REMAP_PENDING"}},
+        Promise{"hot-while-idle.json", "DEGRADED", 12, {"HOT_WHILE_IDLE"}},
+        Promise{"driver-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
+        Promise{"init-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
+        Promise{"driver-not-loaded.json", "FAULT", 13, {"DRIVER_NOT_LOADED"}},
+        Promise{"version-mismatch.json", "FAULT", 13, {"DRIVER_VERSION_MISMATCH"}},
+        Promise{"pcie-link-degraded.json", "DEGRADED", 12, {"PCIE_LINK_DEGRADED"}},
+        Promise{"pcie-replays.json", "DEGRADED", 12, {"PCIE_REPLAY_RATE"}},
+        Promise{"nvlink-down.json", "DEGRADED", 12, {"NVLINK_DOWN"}},
+        Promise{"hw-slowdown.json",
+                "DEGRADED",
+                12,
+                {"HW_SLOWDOWN", "HW_THERMAL_SLOWDOWN", "HW_POWER_BRAKE"}},
+        Promise{"retired-pages.json", "FAULT", 13, {"RETIRED_PAGES_LIMIT"}},
+        Promise{"row-remap-failed.json", "FAULT", 13, {"ROW_REMAP_FAILED"}},
+        Promise{"power-capped.json", "OK", 0, {"POWER_CAPPED"}},
+        Promise{"persistence-off.json", "OK", 0, {"PERSISTENCE_OFF"}},
+        Promise{"compute-exclusive.json", "BUSY", 10, {"COMPUTE_MODE_EXCLUSIVE"}}),
     [](const ::testing::TestParamInfo<Promise>& param_info) {
       std::string name = std::filesystem::path(param_info.param.scenario).stem().string();
       for (char& c : name) {
