@@ -83,9 +83,18 @@ class ScenarioVerdict : public ::testing::TestWithParam<Promise> {};
 
 TEST_P(ScenarioVerdict, WhyGivesTheVerdictTheScenarioPromises) {
   const Promise& p = GetParam();
-  WhyRun run =
-      Why({"--sim", ScenarioPath(p.scenario), "--timeout", "1", "why", "--window", "1", "--json"},
-          SimOptions());
+  // Real processes stand in for the scenario's "env:NAME" PIDs.
+  RunOptions options = SimOptions();
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  const ExpectedServer server = LoadExpectedServer(ScenarioPath(p.scenario));
+  for (const std::string& name : server.pid_env_names) {
+    children.push_back(std::make_unique<ChildProcess>());
+    options.env[name] = std::to_string(children.back()->pid());
+  }
+  std::vector<std::string> args = {
+      "--sim", ScenarioPath(p.scenario), "--timeout", "1", "why", "--window", "1", "--json"};
+  args.insert(args.end(), p.extra_args.begin(), p.extra_args.end());
+  WhyRun run = Why(args, options);
   SCOPED_TRACE(std::string(p.scenario) + "\n" + run.result.out + run.result.err);
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.out["verdict"], p.verdict);
