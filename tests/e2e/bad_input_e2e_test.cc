@@ -83,9 +83,10 @@ TEST(BadInputE2e, MalformedTruncatedAndBinaryXml) {
       {"truncated.xml",
        "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<driver_version>535.54.03</driver_version>\n"
        "<gpu id=\"00000000:07:00.0\">\n<product_name>NVIDIA A100"},
+      // 12 bytes: an ELF header's start, NULs included.
       {"binary.xml", std::string("\x7f"
                                  "ELF\x02\x01\x01\0\0\0\xff\xfe",
-                                 14)},
+                                 12)},
       {"empty.xml", ""},
       {"wrong-root.xml", "<?xml version=\"1.0\"?><html><body>hi</body></html>"},
   };
