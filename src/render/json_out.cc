@@ -19,6 +19,14 @@ std::string EscapeForTerminal(const std::string& in) {
   out.reserve(in.size());
   size_t i = 0;
   while (i < in.size()) {
+    // Plain ASCII (all of a typical document) is copied in runs.
+    size_t run = i;
+    while (run < in.size() && static_cast<unsigned char>(in[run]) < 0x7F) ++run;
+    if (run > i) {
+      out.append(in, i, run - i);
+      i = run;
+      if (i == in.size()) break;
+    }
     const auto lead = static_cast<unsigned char>(in[i]);
     size_t len = 1;
     char32_t cp = lead;
