@@ -103,16 +103,9 @@ int RunHealth(const GlobalOptions& global, const HealthArgs& args) {
   } else {
     Print(render::RenderHealthText(health, latest, args.verbose, ShouldUseColor(global.color)));
   }
-  switch (health.server) {
-    case diagnose::Verdict::kDegraded:
-      return kExitVerdictDegraded;
-    case diagnose::Verdict::kFault:
-      return kExitVerdictFault;
-    case diagnose::Verdict::kUnknown:
-      return kExitVerdictUnknown;
-    default:
-      return kExitOk;
-  }
+  // Busy or reclaimable is healthy hardware: only DEGRADED, FAULT and UNKNOWN count.
+  const int code = VerdictExitCode(health.server);
+  return code == kExitVerdictBusy || code == kExitVerdictReclaimable ? kExitOk : code;
 }
 
 int RunEvents(const GlobalOptions& global, const EventsArgs& args) {
