@@ -59,9 +59,10 @@ m_ours=$(median "${ours[@]}")
 m_grep=$(median "${theirs[@]}")
 # Compact or pretty JSON alike; no match is a count of 0, not a failure.
 xid_events=$( (grep -oE '"kind": ?"xid"' "$tmp/events.json" || true) | wc -l)
+all_events=$( (grep -oE '"raw": ?"' "$tmp/events.json" || true) | wc -l)
 
 echo "file:            $log ($((bytes >> 20)) MiB, $(wc -l <"$log") lines, deleted on exit)"
-echo "gpuwarden parse: median ${m_ours} ms over $runs runs (${ours[*]}) -> $(cat "$tmp/events.err")"
+echo "gpuwarden parse: median ${m_ours} ms over $runs runs (${ours[*]}) -> $all_events events"
 echo "grep -c:         median ${m_grep} ms over $runs runs (${theirs[*]}) -> $(cat "$tmp/grep.out") lines"
 echo "xid events:      $xid_events (grep counts lines with 'NVRM: Xid': $(cat "$tmp/grep.out"))"
 awk -v a="$m_ours" -v b="$m_grep" 'BEGIN {printf "ratio:           gpuwarden/grep = %.2f (%.0f MiB/s vs %.0f MiB/s)\n", a / b, '"$bytes"' / 1048576 / (a / 1000), '"$bytes"' / 1048576 / (b / 1000)}'

@@ -145,7 +145,10 @@ int RunEvents(const GlobalOptions& global, const EventsArgs& args) {
     }
   }
   if (args.json) {
-    Print(render::RenderEventsJson(log->events, context, /*pretty=*/true));
+    render::WriteEventsJson(log->events, context, /*pretty=*/true, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    });
+    std::fputc('\n', stdout);
   } else {
     Print(render::RenderEventsText(log->events, context, ShouldUseColor(global.color),
                                    OutputWidth()));

@@ -1,7 +1,6 @@
 #include "kmsg/event_json.h"
 
 #include "core/text.h"
-#include "kmsg/xid_catalog.h"
 
 namespace gw::kmsg {
 namespace {
@@ -33,20 +32,6 @@ nlohmann::json EventToJson(const KernelEvent& ev) {
       {"boot_id", ToValidUtf8(ev.boot_id)},
       {"raw", ToValidUtf8(ev.raw)},
   };
-  if (ev.xid) {
-    const XidAssessment a = AssessXid(ev);
-    j["catalog"] = {
-        {"attributed_xid", a.attributed_xid},
-        {"known", a.info.known},
-        {"name", a.info.name},
-        {"mnemonic", a.info.mnemonic},
-        {"cause", CauseClassName(a.info.cause)},
-        {"action", XidActionName(a.recovery_action.value_or(a.info.action))},
-        {"actor", ActorName(a.info.actor)},
-        {"hardware_fault", a.info.hardware_fault},
-        {"advice", a.info.advice},
-    };
-  }
   return j;
 }
 

@@ -10,8 +10,7 @@
 namespace gw::kmsg {
 
 // One object per event: every KernelEvent field (unknown -> null; strings made
-// valid UTF-8), and for Xid events a "catalog" object: attributed_xid, name,
-// mnemonic, cause, action, actor, hardware_fault, advice.
+// valid UTF-8). The catalog's explanation is the renderer's (xid_info).
 nlohmann::json EventToJson(const KernelEvent& ev);
 nlohmann::json EventsToJson(const std::vector<KernelEvent>& events);
 

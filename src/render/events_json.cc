@@ -1,5 +1,7 @@
 #include "render/events_json.h"
 
+#include <fmt/format.h>
+
 #include "core/text.h"
 #include "kmsg/event_json.h"
 #include "kmsg/xid_catalog.h"
@@ -27,10 +29,7 @@ json XidInfoJson(const kmsg::KernelEvent& ev) {
               {"advice", a.info.advice}};
 }
 
-json EventsJsonUnchecked(const std::vector<kmsg::KernelEvent>& events, const EventsContext& ctx) {
-  json j;
-  j["schema"] = kEventsSchemaName;
-  j["schema_version"] = kEventsSchemaVersion;
+json SourcesJson(const EventsContext& ctx) {
   json used = json::array();
   for (const std::string& s : ctx.sources_used) used.push_back(ToValidUtf8(s));
   json unavailable = json::array();
@@ -41,16 +40,18 @@ json EventsJsonUnchecked(const std::vector<kmsg::KernelEvent>& events, const Eve
          {"reason",
           colon == std::string::npos ? json(nullptr) : json(ToValidUtf8(s.substr(colon + 2)))}});
   }
-  j["sources"] = {{"used", std::move(used)}, {"unavailable", std::move(unavailable)}};
-  json list = json::array();
-  for (const kmsg::KernelEvent& ev : events) {
-    json e = kmsg::EventToJson(ev);
-    const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id);
-    e["gpu_index"] = idx ? json(*idx) : json(nullptr);
-    e["xid_info"] = XidInfoJson(ev);
-    list.push_back(std::move(e));
-  }
-  j["events"] = std::move(list);
+  return {{"used", std::move(used)}, {"unavailable", std::move(unavailable)}};
+}
+
+json EventJson(const kmsg::KernelEvent& ev, const EventsContext& ctx) {
+  json e = kmsg::EventToJson(ev);
+  const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id);
+  e["gpu_index"] = idx ? json(*idx) : json(nullptr);
+  e["xid_info"] = XidInfoJson(ev);
+  return e;
+}
+
+json EscalationsJson(const EventsContext& ctx) {
   json escalations = json::array();
   for (const kmsg::Escalation& e : ctx.escalations) {
     json buses = json::array();
@@ -72,11 +73,99 @@ json EventsJsonUnchecked(const std::vector<kmsg::KernelEvent>& events, const Eve
                            {"processes", e.processes},
                            {"reason", ToValidUtf8(e.reason)}});
   }
-  j["escalations"] = std::move(escalations);
+  return escalations;
+}
+
+json EventsJsonUnchecked(const std::vector<kmsg::KernelEvent>& events, const EventsContext& ctx) {
+  json j;
+  j["schema"] = kEventsSchemaName;
+  j["schema_version"] = kEventsSchemaVersion;
+  j["sources"] = SourcesJson(ctx);
+  json list = json::array();
+  for (const kmsg::KernelEvent& ev : events) list.push_back(EventJson(ev, ctx));
+  j["events"] = std::move(list);
+  j["escalations"] = EscalationsJson(ctx);
   return j;
 }
 
+// Appends to `out` and hands it to `sink` whenever it grows past a chunk, so
+// the document reaches stdout in large writes without ever being whole.
+class ChunkedSink {
+ public:
+  explicit ChunkedSink(const JsonSink& sink) : sink_(sink) { buffer_.reserve(kChunk + 4096); }
+  ~ChunkedSink() {
+    try {
+      Flush();
+    } catch (...) {  // A sink that cannot take the tail: nothing left to do.
+    }
+  }
+  void Write(std::string_view text) {
+    buffer_.append(text);
+    if (buffer_.size() >= kChunk) Flush();
+  }
+  void Flush() {
+    if (buffer_.empty()) return;
+    sink_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kChunk = 256 * 1024;
+  const JsonSink& sink_;
+  std::string buffer_;
+};
+
+// See WriteEventsJson; throws std::bad_alloc only.
+void WriteEventsJsonPieces(const std::vector<kmsg::KernelEvent>& events,
+                           const EventsContext& context, bool pretty, const JsonSink& sink) {
+  // The members in nlohmann's (sorted) key order, so the text equals
+  // DumpJsonForTerminal(EventsJson(...)).
+  const std::string_view next_member = pretty ? ",\n  " : ",";
+  const std::string_view colon = pretty ? ": " : ":";
+  ChunkedSink out(sink);
+  const auto member = [&](std::string_view key) {
+    out.Write("\"");
+    out.Write(key);
+    out.Write("\"");
+    out.Write(colon);
+  };
+  out.Write(pretty ? "{\n  " : "{");
+  member("escalations");
+  out.Write(DumpJsonFragmentForTerminal(EscalationsJson(context), pretty, 1));
+  out.Write(next_member);
+  member("events");
+  out.Write("[");
+  bool first = true;
+  for (const kmsg::KernelEvent& ev : events) {
+    out.Write(first ? "" : ",");
+    if (pretty) out.Write("\n    ");
+    first = false;
+    out.Write(DumpJsonFragmentForTerminal(EventJson(ev, context), pretty, 2));
+  }
+  if (pretty && !events.empty()) out.Write("\n  ");
+  out.Write("]");
+  out.Write(next_member);
+  member("schema");
+  out.Write(fmt::format("\"{}\"", kEventsSchemaName));
+  out.Write(next_member);
+  member("schema_version");
+  out.Write(fmt::format("{}", kEventsSchemaVersion));
+  out.Write(next_member);
+  member("sources");
+  out.Write(DumpJsonFragmentForTerminal(SourcesJson(context), pretty, 1));
+  out.Write(pretty ? "\n}" : "}");
+}
+
 }  // namespace
+
+void WriteEventsJson(const std::vector<kmsg::KernelEvent>& events, const EventsContext& context,
+                     bool pretty, const JsonSink& sink) {
+  try {
+    WriteEventsJsonPieces(events, context, pretty, sink);
+  } catch (...) {
+    // Only allocation can fail: what was written stays; the document is cut.
+  }
+}
 
 json EventsJson(const std::vector<kmsg::KernelEvent>& events, const EventsContext& context) {
   try {
@@ -89,7 +178,9 @@ json EventsJson(const std::vector<kmsg::KernelEvent>& events, const EventsContex
 
 std::string RenderEventsJson(const std::vector<kmsg::KernelEvent>& events,
                              const EventsContext& context, bool pretty) {
-  return DumpJsonForTerminal(EventsJson(events, context), pretty, kEventsSchemaName);
+  std::string text;
+  WriteEventsJson(events, context, pretty, [&text](std::string_view piece) { text += piece; });
+  return text;
 }
 
 }  // namespace gw::render

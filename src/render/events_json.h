@@ -3,7 +3,9 @@
 #ifndef GPUWARDEN_RENDER_EVENTS_JSON_H_
 #define GPUWARDEN_RENDER_EVENTS_JSON_H_
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +25,16 @@ inline constexpr int kEventsSchemaVersion = 1;
 // too, known false) and null for other kinds. Never throws.
 nlohmann::json EventsJson(const std::vector<kmsg::KernelEvent>& events,
                           const EventsContext& context);
+
+// Receives the document in pieces, in order.
+using JsonSink = std::function<void(std::string_view)>;
+
+// The text of RenderEventsJson, written to `sink` one event at a time so a log
+// with many events never becomes one large value in memory (a 1 GiB log can
+// hold tens of thousands). No trailing newline. Never throws; should memory
+// run out mid-way, the document ends there (cut, not wrong).
+void WriteEventsJson(const std::vector<kmsg::KernelEvent>& events, const EventsContext& context,
+                     bool pretty, const JsonSink& sink);
 
 // EventsJson serialised (DumpJsonForTerminal); no trailing newline.
 std::string RenderEventsJson(const std::vector<kmsg::KernelEvent>& events,

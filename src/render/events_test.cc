@@ -8,6 +8,7 @@
 
 #include "core/text.h"
 #include "render/events_json.h"
+#include "render/json_out.h"
 #include "render/test_diagnoses.h"
 
 namespace gw::render {
@@ -170,7 +171,8 @@ TEST(EventsJson, ShapeAndXidInfo) {
   EXPECT_EQ(e0["xid_info"]["action"], "reboot_node");
   EXPECT_EQ(e0["xid_info"]["actor"], "admin");
   EXPECT_EQ(e0["xid_info"]["hardware"], true);
-  EXPECT_TRUE(e0.contains("catalog"));  // kmsg::EventToJson's fields are kept.
+  EXPECT_FALSE(e0.contains("catalog"));  // One explanation per event: xid_info.
+  EXPECT_TRUE(e0.contains("raw"));       // kmsg::EventToJson's fields are kept.
   const json& e1 = j["events"][1];
   EXPECT_EQ(e1["gpu_index"], 0);
   EXPECT_EQ(e1["xid_info"]["known"], false);
@@ -187,6 +189,44 @@ TEST(EventsJson, ShapeAndXidInfo) {
   EXPECT_EQ(j["escalations"][0]["bursts"], 2);
   const std::string text = RenderEventsJson({off}, c, true);
   EXPECT_EQ(json::parse(text)["events"][0]["raw"], "bad \xEF\xBF\xBD");
+}
+
+// The streamed text is exactly the one-tree dump, pretty and compact, with and
+// without events or escalations, and whatever size the sink's pieces are.
+TEST(EventsJson, StreamedEqualsTreeDump) {
+  KernelEvent hostile = Xid(13, "00000000:5D:00.0");
+  hostile.process_name = "evil\u202e\x1b[31m\n";
+  hostile.raw = std::string(300'000, 'x');  // Forces more than one chunk.
+  EventsContext c = Context();
+  kmsg::Escalation esc;
+  esc.kind = kmsg::EscalationKind::kHardwareInspection;
+  esc.pci_bus_ids = {"00000000:5D:00.0", "00000000:77:00.0"};
+  esc.xids = {79};
+  esc.reason = "recurs \u2028 after reboots";
+  for (const bool pretty : {true, false}) {
+    for (const bool with_escalation : {false, true}) {
+      c.escalations.clear();
+      if (with_escalation) c.escalations = {esc};
+      for (const std::vector<KernelEvent>& events :
+           {std::vector<KernelEvent>{}, std::vector<KernelEvent>{Xid(79, "00000000:5D:00.0")},
+            std::vector<KernelEvent>{hostile, Xid(48, "00000000:19:00.0"), hostile}}) {
+        const std::string tree =
+            DumpJsonForTerminal(EventsJson(events, c), pretty, kEventsSchemaName);
+        size_t pieces = 0;
+        std::string streamed;
+        WriteEventsJson(events, c, pretty, [&](std::string_view piece) {
+          ++pieces;
+          streamed += piece;
+        });
+        EXPECT_EQ(streamed, tree) << "pretty=" << pretty << " events=" << events.size();
+        EXPECT_EQ(RenderEventsJson(events, c, pretty), tree);
+        if (events.size() == 3) {
+          EXPECT_GE(pieces, 2u);
+        }
+        EXPECT_EQ(streamed.find('\x1b'), std::string::npos);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -58,6 +58,24 @@ std::string EscapeForTerminal(const std::string& in) {
 
 }  // namespace
 
+std::string DumpJsonFragmentForTerminal(const nlohmann::json& value, bool pretty, int depth) {
+  std::string text = EscapeForTerminal(
+      value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!pretty || depth <= 0) return text;
+  // A newline in dump() output is always structural: strings escape theirs.
+  const std::string indent(static_cast<size_t>(depth) * 2, ' ');
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  size_t start = 0;
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    out.append(text, start, nl + 1 - start);
+    out += indent;
+    start = nl + 1;
+  }
+  out.append(text, start, std::string::npos);
+  return out;
+}
+
 std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::string_view schema) {
   try {
     return EscapeForTerminal(

@@ -17,6 +17,13 @@ namespace gw::render {
 // document {"schema": schema, "schema_version": 1, "errors": [...]}.
 std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::string_view schema);
 
+// For documents written piece by piece (a large array streamed element by
+// element): `value` dumped and escaped like DumpJsonForTerminal, as it would
+// appear nested `depth` levels deep in a pretty document (every line after the
+// first indented by 2 * depth more spaces; pretty = false: one line). Throws
+// only std::bad_alloc.
+std::string DumpJsonFragmentForTerminal(const nlohmann::json& value, bool pretty, int depth);
+
 }  // namespace gw::render
 
 #endif  // GPUWARDEN_RENDER_JSON_OUT_H_
