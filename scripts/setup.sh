@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsqlite3-dev libncurses-dev
+  libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev psmisc procps
 )

@@ -14,6 +14,11 @@ enum ExitCode : int {
   kExitDriverTimeout = 5,    // The driver did not answer within the deadline; output is partial.
   kExitGpuUnreachable = 6,   // One or more GPUs could not be read (lost, no permission).
 
+  // `clean` and `kill`.
+  kExitNotConfirmed = 7,     // Not confirmed (no --yes off a terminal, or "no"): nothing done.
+  kExitCleanRefused = 8,     // Some named processes were refused (not yours, protected, ...).
+  kExitCleanIncomplete = 9,  // A process did not end, or its GPU memory was not released.
+
   // `why` and `health` report their verdict in the exit code.
   kExitVerdictBusy = 10,         // why: genuine shortage or contention.
   kExitVerdictReclaimable = 11,  // why: capacity held by idle, orphaned, zombie or hidden holders.
@@ -33,6 +38,10 @@ inline constexpr const char* kExitCodeHelp =
     "     driver/library version mismatch\n"
     "  5  driver not responding: the probe hit its deadline (--timeout); output is partial\n"
     "  6  one or more GPUs unreachable (lost, fallen off the bus, no permission)\n"
+    "clean and kill:\n"
+    "  7  not confirmed (no --yes and no terminal, or answered no): nothing was signalled\n"
+    "  8  some processes named were refused (not yours, protected, gpuwarden itself)\n"
+    "  9  incomplete: a process did not end, or its GPU memory was not released\n"
     "why and health report the verdict (status and events use the codes above):\n"
     "  0  OK (why) / healthy (health)\n"
     " 10  BUSY: genuine shortage or contention (why)\n"

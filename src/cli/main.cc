@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "cli/clean_command.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "cli/status_command.h"
@@ -122,6 +123,66 @@ int Main(int argc, char** argv) {
       ->type_name("DURATION");
   events->add_flag("--json", events_args.json, "Machine-readable output (schema: docs/json.md)");
 
+  // clean and kill share one safe path and most options.
+  gw::cli::CleanArgs clean_args;
+  gw::cli::CleanArgs kill_args;
+  kill_args.kill = true;
+  CLI::App* clean = app.add_subcommand(
+      "clean",
+      "Stop what holds GPUs for nothing: idle, orphaned and stale holders and zombies' parents "
+      "(your own unless root names users); plan, confirm, signal, verify (docs/cleanup.md)");
+  CLI::App* kill = app.add_subcommand(
+      "kill", "Stop the named processes through the same checks as clean (docs/cleanup.md)");
+  kill->add_option("pids", kill_args.pids, "The processes to stop")
+      ->required()
+      ->type_name("PID...");
+  clean->add_option("--pid", clean_args.pids, "Only these candidates")->type_name("PID");
+  clean->add_option("--gpu", clean_args.gpus, "Only holders of these GPUs (index)")
+      ->type_name("INDEX");
+  clean
+      ->add_option("--idle-for", clean_args.idle_for,
+                   "A holder at 0 % SM counts as idle once it has lived this long (default 10m)")
+      ->type_name("DURATION");
+  clean->add_option("--min-vram", clean_args.min_vram, "Only holders of at least this much VRAM")
+      ->type_name("SIZE");
+  clean->add_flag("--now", clean_args.judge.now, "Judge one snapshot instead of a window");
+  clean
+      ->add_option("--window", clean_args.judge.window_s,
+                   "Sample this many seconds first, so 'idle' means idle for that long")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  // Holders are judged from NVML and /proc; the kernel log adds nothing here.
+  clean_args.judge.no_kernel_log = true;
+  for (auto [cmd, a] : {std::pair{clean, &clean_args}, std::pair{kill, &kill_args}}) {
+    cmd->add_option("--user", a->users,
+                    "root: also act on this user's processes (name or uid; repeatable)")
+        ->type_name("NAME");
+    cmd->add_flag("--all-users", a->all_users, "root: act on every user's processes");
+    cmd->add_flag("--tree", a->tree,
+                  "Also stop each target's run: its parent and workers of the same process "
+                  "group (default for clean)");
+    cmd->add_flag("--no-tree", a->no_tree, "Only the targets themselves (default for kill)");
+    cmd->add_option("--signal", a->signal,
+                    "First signal: TERM (default), INT (programs that checkpoint on Ctrl-C), "
+                    "HUP, QUIT, USR1, USR2; SIGKILL follows the grace period")
+        ->type_name("NAME");
+    cmd->add_option("--grace", a->grace, "Wait this long before SIGKILL (default 10s)")
+        ->type_name("DURATION");
+    cmd->add_option("--settle", a->settle,
+                    "Wait up to this long for the driver to release the memory (default 5s)")
+        ->type_name("DURATION");
+    cmd->add_option("--protect", a->protect, "Never signal processes of this name (repeatable)")
+        ->type_name("NAME");
+    cmd->add_flag("--dry-run", a->dry_run, "Show the plan only; signal nothing");
+    cmd->add_flag("-y,--yes", a->yes, "Do not ask for confirmation");
+    cmd->add_flag("--json", a->json, "Machine-readable output (schema: docs/json.md)");
+    cmd->add_option("--audit-log", a->audit_log,
+                    "Append the audit records here (default: /var/log/gpuwarden/audit.log for "
+                    "root, else $XDG_STATE_HOME/gpuwarden/audit.log)")
+        ->type_name("FILE");
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -139,6 +200,8 @@ int Main(int argc, char** argv) {
   if (why->parsed()) return gw::cli::RunWhy(global, why_args);
   if (health->parsed()) return gw::cli::RunHealth(global, health_args);
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
+  if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
+  if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
   return gw::cli::kExitUsage;
 }
 

@@ -212,6 +212,13 @@ struct HostProcess {
   Opt<pid_t> sid;   // Session; daemons lead their own.
   Opt<std::string> parent_comm;  // The parent's name, to tell orphans from services.
   Opt<int64_t> start_time_unix_ms;
+  // Start time in clock ticks since boot (/proc/PID/stat field 22): exact, so
+  // (pid, start_ticks) names one process for its whole life even when the PID
+  // is later reused. What clean/kill check before signalling.
+  Opt<uint64_t> start_ticks;
+  // The executable's path (/proc/PID/exe); needs root or the owner. A process
+  // can rename itself (comm, argv[0]) but not this.
+  Opt<std::string> exe;
   Opt<double> age_s;    // At the snapshot's time.
   Opt<double> cpu_pct;  // Average over the process's life (as ps), or over a window.
   Opt<uint64_t> cpu_time_ms;  // utime + stime, for windowed CPU % from two snapshots.

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -197,6 +198,28 @@ TEST(LiveProcess, SleepChild) {
   // The child sits in this test's cgroup.
   EXPECT_EQ(p->owner.cgroup_path, ParseCgroup(ReadWhole("/proc/self/cgroup")).cgroup_path);
   EXPECT_TRUE(p->owner.cgroup_path);
+  // The identity: exactly stat's field 22, and the same on every read.
+  Result<StatFields> stat = ParseStat(ReadWhole("/proc/" + std::to_string(pid) + "/stat"));
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(p->start_ticks, stat->start_ticks);
+  EXPECT_EQ(reader.ReadProcess(pid, clock.NowUnixMs())->start_ticks, p->start_ticks);
+  // Our own child: its executable is readable.
+  ASSERT_TRUE(p->exe);
+  EXPECT_EQ(p->exe->substr(p->exe->rfind('/') + 1), "sleep");
+  // It is in the process table, which is sorted.
+  Result<std::vector<pid_t>> pids = reader.ListPids();
+  ASSERT_TRUE(pids.ok());
+  EXPECT_TRUE(std::is_sorted(pids->begin(), pids->end()));
+  EXPECT_TRUE(std::binary_search(pids->begin(), pids->end(), pid));
+  EXPECT_TRUE(std::binary_search(pids->begin(), pids->end(), getpid()));
+}
+
+TEST(ProcReaderListPids, MissingRootIsUnavailable) {
+  ProcReader reader("/nonexistent-gw-proc-root");
+  Result<std::vector<pid_t>> pids = reader.ListPids();
+  ASSERT_FALSE(pids.ok());
+  EXPECT_EQ(pids.error().code, "unavailable");
+  EXPECT_NE(pids.error().message.find("/nonexistent-gw-proc-root"), std::string::npos);
 }
 
 TEST(LiveProcess, OwnProcess) {

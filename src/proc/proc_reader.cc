@@ -230,6 +230,7 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
     p.ppid = stat->ppid;
     p.pgid = stat->pgrp;
     p.sid = stat->session;
+    p.start_ticks = stat->start_ticks;
     if (stat->ppid > 0) p.parent_comm = Comm(stat->ppid);
     if (clock_ticks_ > 0) {
       const uint64_t ticks = static_cast<uint64_t>(clock_ticks_);
@@ -271,6 +272,12 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
     p.readable = false;
   }
 
+  char exe[4096];
+  const ssize_t exe_len = readlinkat(dir.get(), "exe", exe, sizeof exe);
+  if (exe_len > 0 && static_cast<size_t>(exe_len) < sizeof exe) {
+    p.exe = std::string(exe, static_cast<size_t>(exe_len));
+  }
+
   err = ReadFileAt(dir.get(), "cgroup", &text, End::kShortRead);
   if (err == 0) {
     p.owner = ParseCgroup(text);
@@ -297,6 +304,26 @@ HostInfo ProcReader::ReadHost() {
     if (!boot_time_s_) boot_time_s_ = host.boot_time_unix_s;
   }
   return host;
+}
+
+Result<std::vector<pid_t>> ProcReader::ListPids() {
+  Fd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (proc.get() < 0) {
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(errno));
+  }
+  constexpr size_t kDentsSize = 32 * 1024;
+  std::unique_ptr<char[]> dents(new char[kDentsSize]);
+  std::vector<pid_t> pids;
+  const int err = ForEachDirent(proc.get(), dents.get(), kDentsSize, false, [&](const char* name) {
+    pid_t pid;
+    if (ParsePidName(name, &pid)) pids.push_back(pid);
+    return true;
+  });
+  if (err != 0) {
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(err));
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
 }
 
 Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, HolderScanStats* stats) {

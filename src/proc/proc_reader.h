@@ -9,6 +9,7 @@
 //                      owner (container, systemd unit, Slurm job) from its
 //                      cgroup.
 //   ReadHost           hostname, boot time, CPU count.
+//   ListPids           every PID (for a process table: trees, runs).
 //   ScanDeviceHolders  the `fuser -v /dev/nvidia*` view: every process that
 //                      holds a matching device file open, with the paths.
 //
@@ -80,6 +81,10 @@ class ProcReader {
   // Hostname (<root>/sys/kernel/hostname), boot time and online CPU count
   // (<root>/stat). Fields that cannot be read stay nullopt.
   HostInfo ReadHost();
+
+  // Every PID under the proc root, ascending (a process table's keys).
+  // Error "unavailable" when the proc root cannot be listed.
+  Result<std::vector<pid_t>> ListPids();
 
   // Every process holding a file that `match` selects, by walking
   // <root>/PID/fd (and <root>/PID/maps when match.include_maps). Processes

@@ -5,7 +5,7 @@
 #include "core/text.h"
 #include "kmsg/event_json.h"
 #include "kmsg/xid_catalog.h"
-#include "render/json_out.h"
+#include "core/json_out.h"
 
 namespace gw::render {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/text.h"
 #include "render/events_json.h"
-#include "render/json_out.h"
+#include "core/json_out.h"
 #include "render/test_diagnoses.h"
 
 namespace gw::render {

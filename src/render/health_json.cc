@@ -2,7 +2,7 @@
 
 #include "core/text.h"
 #include "render/health.h"
-#include "render/json_out.h"
+#include "core/json_out.h"
 #include "render/why_json.h"
 
 namespace gw::render {

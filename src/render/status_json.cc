@@ -75,25 +75,7 @@ std::string_view ProcessTypeName(GpuProcessType t) {
 
 json StateJson(const std::optional<ProcessState>& s) {
   if (!s.has_value()) return nullptr;
-  switch (*s) {
-    case ProcessState::kRunning:
-      return "running";
-    case ProcessState::kSleeping:
-      return "sleeping";
-    case ProcessState::kDiskSleep:
-      return "disk_sleep";
-    case ProcessState::kZombie:
-      return "zombie";
-    case ProcessState::kStopped:
-      return "stopped";
-    case ProcessState::kIdle:
-      return "idle";
-    case ProcessState::kDead:
-      return "dead";
-    case ProcessState::kOther:
-      return "other";
-  }
-  return nullptr;
+  return ProcessStateName(*s);
 }
 
 std::string_view TopologyName(TopologyLevel l) {
@@ -352,6 +334,28 @@ std::string EscapeTerminalControls(const std::string& in) {
 }
 
 }  // namespace
+
+std::string_view ProcessStateName(ProcessState state) {
+  switch (state) {
+    case ProcessState::kRunning:
+      return "running";
+    case ProcessState::kSleeping:
+      return "sleeping";
+    case ProcessState::kDiskSleep:
+      return "disk_sleep";
+    case ProcessState::kZombie:
+      return "zombie";
+    case ProcessState::kStopped:
+      return "stopped";
+    case ProcessState::kIdle:
+      return "idle";
+    case ProcessState::kDead:
+      return "dead";
+    case ProcessState::kOther:
+      return "other";
+  }
+  return "other";
+}
 
 json StatusJson(const Snapshot& s) {
   json j;

@@ -4,6 +4,7 @@
 #define GPUWARDEN_RENDER_STATUS_JSON_H_
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,10 @@ inline constexpr int kStatusSchemaVersion = 1;
 // terminal); bytes that are not valid UTF-8 are replaced by U+FFFD, so the
 // value can always be dumped. Never throws.
 nlohmann::json StatusJson(const Snapshot& snapshot);
+
+// A process state as status --json (and clean --json) spell it: "running",
+// "sleeping", "disk_sleep", "zombie", "stopped", "idle", "dead", "other".
+std::string_view ProcessStateName(ProcessState state);
 
 // StatusJson serialised: pretty = 2-space indent, else one line; no trailing
 // newline. Besides standard JSON escaping, DEL, C1 controls (U+0080-U+009F),

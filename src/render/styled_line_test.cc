@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/text.h"
-#include "render/json_out.h"
+#include "core/json_out.h"
 
 namespace gw::render {
 namespace {

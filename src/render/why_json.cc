@@ -4,7 +4,7 @@
 
 #include "core/text.h"
 #include "diagnose/catalog.h"
-#include "render/json_out.h"
+#include "core/json_out.h"
 
 namespace gw::render {
 namespace {

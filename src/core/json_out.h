@@ -1,14 +1,14 @@
-// Serialising the diagnosis documents (why, health, events) so that printing
-// them can never fail and never drive a terminal.
-#ifndef GPUWARDEN_RENDER_JSON_OUT_H_
-#define GPUWARDEN_RENDER_JSON_OUT_H_
+// Serialising JSON documents (why, health, events, clean, the audit log) so
+// that printing them can never fail and never drive a terminal.
+#ifndef GPUWARDEN_CORE_JSON_OUT_H_
+#define GPUWARDEN_CORE_JSON_OUT_H_
 
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
-namespace gw::render {
+namespace gw {
 
 // `doc` dumped: pretty = 2-space indent, else one line; no trailing newline.
 // Invalid UTF-8 that reached a string becomes U+FFFD; DEL, C1 controls,
@@ -24,6 +24,6 @@ std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::str
 // only std::bad_alloc.
 std::string DumpJsonFragmentForTerminal(const nlohmann::json& value, bool pretty, int depth);
 
-}  // namespace gw::render
+}  // namespace gw
 
-#endif  // GPUWARDEN_RENDER_JSON_OUT_H_
+#endif  // GPUWARDEN_CORE_JSON_OUT_H_

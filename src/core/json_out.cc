@@ -1,8 +1,8 @@
-#include "render/json_out.h"
+#include "core/json_out.h"
 
 #include <fmt/format.h>
 
-namespace gw::render {
+namespace gw {
 namespace {
 
 bool NeedsEscape(char32_t cp) {
@@ -89,4 +89,4 @@ std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::str
   }
 }
 
-}  // namespace gw::render
+}  // namespace gw

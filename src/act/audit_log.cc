@@ -1,0 +1,278 @@
+#include "act/audit_log.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_out.h"
+#include "core/text.h"
+
+namespace gw::act {
+namespace {
+
+using Json = nlohmann::json;
+
+// The years 0000-9999, in ms since the epoch: the range ISO-8601's four-digit
+// year can show, checked before the calendar arithmetic so that no input can
+// overflow it.
+constexpr int64_t kMinIsoMs = -62167219200000;
+constexpr int64_t kMaxIsoMs = 253402300799999;
+
+Json IsoTime(int64_t unix_ms) {
+  if (unix_ms < kMinIsoMs || unix_ms > kMaxIsoMs) return nullptr;
+  using namespace std::chrono;
+  const sys_time<milliseconds> time{milliseconds{unix_ms}};
+  const sys_days day = floor<days>(time);
+  const year_month_day ymd{day};
+  const hh_mm_ss<milliseconds> hms{time - day};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(ymd.year()),
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                     hms.hours().count(), hms.minutes().count(), hms.seconds().count(),
+                     hms.subseconds().count());
+}
+
+template <typename T>
+Json OrNull(const std::optional<T>& value) {
+  if (!value) return nullptr;
+  return *value;
+}
+
+// Strings of a record may hold bytes from other processes (command lines,
+// user names from NSS) or from an error text.
+Json Text(std::string_view raw) { return ToValidUtf8(raw); }
+
+Error LogError(const std::string& path, std::string_view reason) {
+  return MakeError("io", fmt::format("audit log {}: {}", SanitizeForTerminal(path), reason));
+}
+
+// Closes a descriptor on every return path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  void reset(int fd) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+  // Closes now; returns close()'s errno, 0 on success.
+  int Close() {
+    const int fd = std::exchange(fd_, -1);
+    return fd >= 0 && close(fd) != 0 ? errno : 0;
+  }
+
+ private:
+  int fd_;
+};
+
+// mkdir -p of `dir`, each created directory set to exactly `mode`. Walks with
+// directory descriptors, and reopens what it created without following a
+// symlink, so that nobody who can write to a parent can swap a created
+// directory for a symlink and have its target chmod'ed. Existing components,
+// symlinks included, are used as they are (as mkdir -p does). Returns 0 or an
+// errno.
+int MakeParents(const std::string& dir, mode_t mode) {
+  Fd at(open(dir.starts_with('/') ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (at.get() < 0) return errno;
+  size_t pos = 0;
+  while (pos < dir.size()) {
+    size_t end = dir.find('/', pos);
+    if (end == std::string::npos) end = dir.size();
+    const std::string name = dir.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty() || name == ".") continue;
+    bool created = false;
+    if (mkdirat(at.get(), name.c_str(), mode) == 0) {
+      created = true;
+    } else if (errno != EEXIST) {
+      return errno;
+    }
+    const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (created ? O_NOFOLLOW : 0);
+    const int next = openat(at.get(), name.c_str(), flags);
+    if (next < 0) return errno;
+    at.reset(next);
+    // mkdir's mode was narrowed by the umask; the contract is the exact mode.
+    if (created && fchmod(at.get(), mode) != 0) return errno;
+  }
+  return 0;
+}
+
+std::string ParentDir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Why open() failed, in words that point at the cause.
+std::string OpenFailure(const std::string& path, int err) {
+  struct stat st {};
+  if (err == ELOOP && lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return "is a symbolic link; refusing to follow it";
+  }
+  if (err == ENXIO) return "is a FIFO or socket with no reader, not a regular file";
+  return fmt::format("cannot open: {}", std::strerror(err));
+}
+
+Status AppendLine(const std::string& path, mode_t dir_mode, const std::string& line) {
+  if (path.empty()) return MakeError("io", "audit log: no path to write to");
+  // O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking.
+  // O_NOFOLLOW: a symlink planted at the path fails with ELOOP.
+  constexpr int kFlags =
+      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY;
+  Fd fd(open(path.c_str(), kFlags, 0600));
+  if (fd.get() < 0 && errno == ENOENT) {
+    const int err = MakeParents(ParentDir(path), dir_mode);
+    if (err != 0) {
+      return LogError(path, fmt::format("cannot create {}: {}",
+                                        SanitizeForTerminal(ParentDir(path)), std::strerror(err)));
+    }
+    fd.reset(open(path.c_str(), kFlags, 0600));
+  }
+  if (fd.get() < 0) return LogError(path, OpenFailure(path, errno));
+
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) {
+    return LogError(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) return LogError(path, "is not a regular file");
+  // A file someone else owns is one they can rewrite; a second hard link
+  // would have root append to whatever file it names.
+  const uid_t euid = geteuid();
+  if (st.st_uid != euid && st.st_uid != 0) {
+    return LogError(path, fmt::format("is owned by uid {}, neither uid {} nor root; refusing it",
+                                      st.st_uid, euid));
+  }
+  if (st.st_nlink > 1) {
+    return LogError(path, fmt::format("has {} hard links; refusing it", st.st_nlink));
+  }
+
+  // One write() per line: O_APPEND makes each write land whole at the end of
+  // the file, even with other gpuwarden processes appending at the same time.
+  ssize_t n;
+  do {
+    n = write(fd.get(), line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return LogError(path, fmt::format("cannot write: {}", std::strerror(errno)));
+  if (static_cast<size_t>(n) != line.size()) {
+    return LogError(path, fmt::format("short write ({} of {} bytes)", n, line.size()));
+  }
+  if (const int err = fd.Close(); err != 0) {
+    return LogError(path, fmt::format("cannot close: {}", std::strerror(err)));
+  }
+  return Status::Ok();
+}
+
+std::string StateFilePath(std::string_view base, std::string_view rest) {
+  while (!base.empty() && base.back() == '/') base.remove_suffix(1);
+  return fmt::format("{}/{}", base, rest);
+}
+
+std::string PasswdHome(uid_t uid) {
+  long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+  if (size <= 0) size = 4096;
+  std::string buf(static_cast<size_t>(size), '\0');
+  while (true) {
+    passwd pw{};
+    passwd* found = nullptr;
+    const int err = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
+    if (err == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (err != 0 || found == nullptr || pw.pw_dir == nullptr) return "";
+    return pw.pw_dir;
+  }
+}
+
+}  // namespace
+
+std::string AuditRecordJson(const AuditRecord& record) {
+  try {
+    // Built field by field to keep the documented key order (nlohmann::json
+    // sorts keys); each value is escaped for the terminal too, because
+    // administrators read the log with tail and less and a command line must
+    // not drive their terminal.
+    const std::pair<const char*, Json> fields[] = {
+        {"time", IsoTime(record.time_unix_ms)},
+        {"time_unix_ms", record.time_unix_ms},
+        {"event", Text(record.event)},
+        {"caller_uid", record.caller_uid},
+        {"caller_user", Text(record.caller_user)},
+        {"pid", record.pid},
+        {"start_ticks", OrNull(record.start_ticks)},
+        {"uid", OrNull(record.uid)},
+        {"user", Text(record.user)},
+        {"command", Text(record.command)},
+        {"gpus", record.gpus},
+        {"vram_bytes", OrNull(record.vram_bytes)},
+        {"signal", Text(record.signal)},
+        {"outcome", Text(record.outcome)},
+        {"detail", Text(record.detail)},
+    };
+    std::string line = "{";
+    for (const auto& [key, value] : fields) {
+      if (line.size() > 1) line += ',';
+      line += '"';
+      line += key;
+      line += "\":";
+      line += DumpJsonFragmentForTerminal(value, false, 0);
+    }
+    line += '}';
+    return line;
+  } catch (...) {
+    // Only allocation can fail; a fixed line keeps the log parseable.
+    return R"({"event":"error","detail":"audit record could not be serialised"})";
+  }
+}
+
+FileAuditLog::FileAuditLog(std::string path)
+    : FileAuditLog(std::move(path), geteuid() == 0 ? 0750 : 0700) {}
+
+FileAuditLog::FileAuditLog(std::string path, mode_t dir_mode)
+    : path_(std::move(path)), dir_mode_(dir_mode) {}
+
+Status FileAuditLog::Append(const AuditRecord& record) {
+  try {
+    return AppendLine(path_, dir_mode_, AuditRecordJson(record) + "\n");
+  } catch (...) {
+    // Only allocation can fail; the contract is no throw.
+    return MakeError("io", "audit log: out of memory");
+  }
+}
+
+std::string DefaultAuditLogPath(uid_t euid,
+                                const std::function<const char*(const char*)>& getenv_fn) {
+  if (euid == 0) return "/var/log/gpuwarden/audit.log";
+  // A relative directory would depend on where the command was started.
+  auto absolute = [&](const char* name) -> std::string_view {
+    const char* value = getenv_fn ? getenv_fn(name) : nullptr;
+    if (value == nullptr || value[0] != '/') return {};
+    return value;
+  };
+  if (std::string_view state = absolute("XDG_STATE_HOME"); !state.empty()) {
+    return StateFilePath(state, "gpuwarden/audit.log");
+  }
+  if (std::string_view home = absolute("HOME"); !home.empty()) {
+    return StateFilePath(home, ".local/state/gpuwarden/audit.log");
+  }
+  const std::string home = PasswdHome(euid);
+  if (home.empty() || home[0] != '/') return "";
+  return StateFilePath(home, ".local/state/gpuwarden/audit.log");
+}
+
+}  // namespace gw::act

@@ -1,0 +1,299 @@
+#include "cli/clean_command.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "act/audit_log.h"
+#include "act/execute.h"
+#include "act/plan.h"
+#include "act/process_control.h"
+#include "act/protected.h"
+#include "act/verify.h"
+#include "cli/exit_codes.h"
+#include "cli/terminal.h"
+#include "collect/collector.h"
+#include "collect/deadline.h"
+#include "config/config.h"
+#include "core/clock.h"
+#include "core/text.h"
+#include "core/units.h"
+#include "proc/proc_reader.h"
+#include "render/clean.h"
+
+namespace gw::cli {
+namespace {
+
+constexpr double kDefaultGraceS = 10;
+constexpr double kDefaultSettleS = 5;
+constexpr int64_t kSettlePollMs = 250;
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
+  return code;
+}
+
+std::optional<uid_t> ResolveUser(const std::string& name) {
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
+      name.size() < 10) {
+    return static_cast<uid_t>(std::stoul(name));
+  }
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
+std::string UserName(uid_t uid) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
+
+// Every process on the host, read under the probe's deadline: a process
+// wedged in the driver with its memory-map lock held can block a /proc read.
+std::optional<std::map<pid_t, HostProcess>> ReadProcessTable(const std::string& proc_root,
+                                                             int64_t deadline_ms) {
+  return collect::RunWithDeadline<std::map<pid_t, HostProcess>>(
+      [proc_root]() {
+        std::map<pid_t, HostProcess> table;
+        proc::ProcReader reader(proc_root);
+        auto pids = reader.ListPids();
+        if (!pids.ok()) return table;
+        const int64_t now = RealClock().NowUnixMs();
+        for (pid_t pid : *pids) {
+          auto p = reader.ReadProcess(pid, now);
+          if (p.ok()) table.emplace(pid, std::move(*p));
+        }
+        return table;
+      },
+      deadline_ms);
+}
+
+Result<double> DurationSetting(const std::string& flag, const std::string& value,
+                               std::optional<double> configured, double fallback) {
+  if (value.empty()) return configured.value_or(fallback);
+  auto seconds = ParseDuration(value);
+  if (!seconds.ok()) return MakeError("usage", flag + ": " + seconds.error().message);
+  return *seconds;
+}
+
+// Asks on the terminal. Only called when stdin is one.
+bool Confirm(size_t count) {
+  std::fprintf(stderr, "Stop %zu process%s? [y/N] ", count, count == 1 ? "" : "es");
+  std::fflush(stderr);
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  while (!answer.empty() && (answer.back() == '\r' || answer.back() == ' ')) answer.pop_back();
+  return answer == "y" || answer == "Y" || answer == "yes" || answer == "YES" || answer == "Yes";
+}
+
+}  // namespace
+
+int RunClean(const GlobalOptions& global, const CleanArgs& args) {
+  RealClock clock;
+  act::Caller caller;
+  caller.uid = getuid();
+  caller.user = UserName(caller.uid);
+  caller.pid = getpid();
+
+  // --- The request -------------------------------------------------------
+  if (args.tree && args.no_tree) return Fail(kExitUsage, "--tree and --no-tree exclude each other");
+  act::PlanRequest request;
+  request.mode = args.kill ? act::PlanMode::kKill : act::PlanMode::kClean;
+  request.pids = args.pids;
+  request.gpus = args.gpus;
+  request.tree = args.tree || (!args.kill && !args.no_tree);
+  request.all_users = args.all_users;
+  for (const std::string& name : args.users) {
+    std::optional<uid_t> uid = ResolveUser(name);
+    if (!uid) return Fail(kExitUsage, "--user " + name + ": no such user");
+    if (!caller.root() && *uid != caller.uid) {
+      return Fail(kExitUsage, "--user " + name +
+                                  ": only root can act on another user's processes; ask " + name +
+                                  " or an administrator");
+    }
+    request.users.push_back(*uid);
+  }
+  if (args.all_users && !caller.root()) {
+    return Fail(kExitUsage, "--all-users: only root can act on other users' processes");
+  }
+  if (args.kill && args.pids.empty()) return Fail(kExitUsage, "kill: name at least one PID");
+  for (pid_t pid : args.pids) {
+    if (pid <= 0) return Fail(kExitUsage, "PID " + std::to_string(pid) + " is not valid");
+  }
+  if (!args.min_vram.empty()) {
+    auto bytes = ParseSize(args.min_vram);
+    if (!bytes.ok()) return Fail(kExitUsage, "--min-vram: " + bytes.error().message);
+    request.min_vram_bytes = *bytes;
+  }
+  JudgeArgs judge = args.judge;
+  if (!args.idle_for.empty()) {
+    auto seconds = ParseDuration(args.idle_for);
+    if (!seconds.ok()) return Fail(kExitUsage, "--idle-for: " + seconds.error().message);
+    judge.idle_min_age_s = *seconds;
+  }
+  auto first_signal = act::ParseStopSignal(args.signal);
+  if (!first_signal.ok()) return Fail(kExitUsage, first_signal.error().message);
+
+  // --- Settings: flags, then the config file, then the defaults ----------
+  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
+  auto config =
+      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  if (!config.ok()) return Fail(kExitBadInput, config.error().message);
+  auto grace = DurationSetting("--grace", args.grace, config->clean.grace_s, kDefaultGraceS);
+  if (!grace.ok()) return Fail(kExitUsage, grace.error().message);
+  auto settle = DurationSetting("--settle", args.settle, config->clean.settle_s, kDefaultSettleS);
+  if (!settle.ok()) return Fail(kExitUsage, settle.error().message);
+  std::vector<std::string> protect = config->clean.protect;
+  protect.insert(protect.end(), args.protect.begin(), args.protect.end());
+  const act::ProtectedList protected_list(protect);
+  std::string audit_path = args.audit_log;
+  if (audit_path.empty() && config->clean.audit_log) audit_path = *config->clean.audit_log;
+  if (audit_path.empty()) {
+    audit_path = act::DefaultAuditLogPath(geteuid(), [](const char* n) { return std::getenv(n); });
+  }
+
+  // --- What is there -----------------------------------------------------
+  auto options = ResolveCollectOptions(global);
+  if (!options.ok()) {
+    return Fail(options.error().code == "bad_input" ? kExitBadInput : kExitNvmlUnavailable,
+                options.error().message);
+  }
+  Snapshot latest;
+  std::vector<diagnose::Finding> findings;
+  if (args.kill) {
+    latest = collect::Collect(*options, clock);
+  } else {
+    auto judged = Judge(global, judge);
+    if (!judged.ok()) {
+      return Fail(judged.error().code == "usage" ? kExitUsage : kExitBadInput,
+                  judged.error().message);
+    }
+    latest = judged->history.back();
+    findings = judged->diagnosis.findings;
+  }
+  const int64_t deadline_ms = static_cast<int64_t>(global.timeout_s * 1000);
+  auto table = ReadProcessTable(global.proc_root, deadline_ms);
+  if (!table) {
+    return Fail(kExitDriverTimeout,
+                "reading the process table did not finish within the deadline (--timeout); a "
+                "process may be stuck in the kernel. Nothing was signalled.");
+  }
+
+  act::Plan plan =
+      act::MakePlan(act::PlanInput{latest, *table, findings, protected_list, caller}, request);
+  render::CleanRenderOptions view;
+  view.first_signal = *first_signal;
+  view.grace_s = *grace;
+  view.settle_s = *settle;
+  view.width = OutputWidth();
+  render::CleanDocument doc;
+  doc.command = args.kill ? "kill" : "clean";
+  doc.dry_run = args.dry_run;
+  doc.settings = view;
+  doc.plan = &plan;
+  doc.audit_log_path = audit_path;
+  const int refused_code = plan.refused_named.empty() ? kExitOk : kExitCleanRefused;
+
+  if (!args.json) std::fputs(render::RenderPlanText(plan, view).c_str(), stdout);
+  auto finish_without_acting = [&](int code) {
+    if (args.json) std::puts(render::RenderCleanJson(doc).c_str());
+    return code;
+  };
+  if (args.dry_run) {
+    if (!args.json) std::puts("Dry run: nothing was signalled.");
+    return finish_without_acting(kExitOk);
+  }
+  if (plan.act.empty()) return finish_without_acting(refused_code);
+  if (!args.yes) {
+    if (!isatty(STDIN_FILENO)) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "gpuwarden: not confirmed: standard input is not a terminal; add --yes to act "
+                   "without asking. Nothing was signalled.\n");
+      return finish_without_acting(kExitNotConfirmed);
+    }
+    std::fflush(stdout);
+    if (!Confirm(plan.act.size())) {
+      std::fprintf(stderr, "Nothing was signalled.\n");
+      return finish_without_acting(kExitNotConfirmed);
+    }
+  }
+  doc.confirmed = true;
+
+  // --- Act ----------------------------------------------------------------
+  act::ExecuteOptions exec;
+  exec.first_signal = *first_signal;
+  exec.grace_ms = static_cast<int64_t>(*grace * 1000);
+  auto control = act::MakeRealProcessControl(global.proc_root);
+  act::FileAuditLog audit(audit_path);
+  act::ExecuteReport report =
+      act::Execute(plan, exec, caller, *control, clock, audit_path.empty() ? nullptr : &audit,
+                   [&](const act::TargetResult& r) {
+                     if (!args.json) {
+                       std::puts(render::RenderResultLine(r).c_str());
+                       std::fflush(stdout);
+                     }
+                   });
+  doc.report = &report;
+  doc.audit_errors = report.audit_errors;
+  if (audit_path.empty()) {
+    doc.audit_errors.push_back("audit log: no location (no HOME, no XDG_STATE_HOME)");
+  }
+
+  // --- Verify: did the memory come back? -----------------------------------
+  std::optional<act::ReleaseReport> release;
+  double settled_s = 0;
+  bool any_ended = false;
+  for (const act::TargetResult& r : report.results) any_ended |= act::Ended(r.outcome);
+  if (any_ended) {
+    collect::CollectOptions quick = *options;
+    quick.scan_processes = false;
+    const int64_t start = clock.MonotonicMs();
+    const int64_t settle_ms = static_cast<int64_t>(*settle * 1000);
+    for (;;) {
+      Snapshot after = collect::Collect(quick, clock);
+      release = act::CompareRelease(latest, after, report.results);
+      settled_s = static_cast<double>(clock.MonotonicMs() - start) / 1000.0;
+      if (release->all_released() || clock.MonotonicMs() - start >= settle_ms) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSettlePollMs));
+    }
+    doc.release = &*release;
+  }
+
+  bool incomplete = release && !release->all_released();
+  for (const act::TargetResult& r : report.results) {
+    if (r.outcome == act::Outcome::kSurvived || r.outcome == act::Outcome::kDenied ||
+        r.outcome == act::Outcome::kError) {
+      incomplete = true;
+    }
+  }
+  if (args.json) {
+    std::puts(render::RenderCleanJson(doc).c_str());
+  } else {
+    if (release) std::fputs(render::RenderReleaseText(*release, settled_s).c_str(), stdout);
+    if (!audit_path.empty() && report.audit_errors.empty()) {
+      std::printf("Logged to %s\n", SanitizeForTerminal(audit_path).c_str());
+    }
+  }
+  for (const std::string& e : doc.audit_errors) {
+    std::fprintf(stderr, "gpuwarden: %s (the clean-up went on)\n", SanitizeForTerminal(e).c_str());
+  }
+  if (incomplete) return kExitCleanIncomplete;
+  return refused_code;
+}
+
+}  // namespace gw::cli
