@@ -290,11 +290,12 @@ class Planner {
     return out;
   }
 
-  // The run `target` belongs to: its topmost ancestor of the same user and
-  // process group that does not lead a session (a login shell or tmux pane
-  // does), every descendant of that of the same user, and — when the group is
-  // not a session leader's — every process of the same user in the group
-  // (workers whose parent already died).
+  // The run `target` belongs to: the topmost ancestor reached by climbing
+  // through parents of the same user and process group that are neither
+  // session leaders (a login shell, a tmux pane) nor shells (a script that
+  // started several jobs is not one run), and every descendant of that of the
+  // same user. An orphan also takes the other orphans of its user and group:
+  // the workers its dead launcher left behind.
   std::vector<pid_t> RunOf(pid_t target) const {
     const HostProcess* t = Find(target);
     if (t == nullptr || !t->uid || !t->pgid) return {target};
@@ -304,7 +305,7 @@ class Planner {
       if (cur == nullptr || !cur->ppid || *cur->ppid <= 1) break;
       const HostProcess* parent = Find(*cur->ppid);
       if (parent == nullptr || parent->uid != t->uid || parent->pgid != t->pgid ||
-          (parent->sid && *parent->sid == parent->pid)) {
+          (parent->sid && *parent->sid == parent->pid) || IsShell(*parent)) {
         break;
       }
       root = parent->pid;
@@ -321,13 +322,32 @@ class Planner {
         if (child != nullptr && child->uid == t->uid && run.insert(c).second) stack.push_back(c);
       }
     }
-    if (t->sid != t->pgid) {
+    const HostProcess* r = Find(root);
+    if (r != nullptr && Orphaned(*r) && t->sid != t->pgid) {
       for (const auto& [pid, host] : in_.table) {
-        if (host.pgid == t->pgid && host.uid == t->uid) run.insert(pid);
+        if (host.pgid == t->pgid && host.uid == t->uid && Orphaned(host)) run.insert(pid);
       }
     }
     run.insert(target);
     return {run.begin(), run.end()};
+  }
+
+  // Re-parented to init (or to a process this snapshot did not see).
+  bool Orphaned(const HostProcess& p) const {
+    return p.ppid && (*p.ppid == 1 || Find(*p.ppid) == nullptr);
+  }
+
+  static bool IsShell(const HostProcess& p) {
+    static constexpr std::string_view kShells[] = {
+        "sh",  "bash", "dash",   "zsh",  "fish",  "ksh", "mksh", "tcsh",
+        "csh", "tmux", "screen", "sshd", "login", "su",  "sudo", "script"};
+    if (!p.comm) return false;
+    // tmux names its server "tmux: server".
+    const std::string_view comm = std::string_view(*p.comm).substr(0, p.comm->find(':'));
+    for (std::string_view shell : kShells) {
+      if (comm == shell) return true;
+    }
+    return false;
   }
 
   void AddRun(pid_t target) {

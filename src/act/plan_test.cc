@@ -138,6 +138,19 @@ TEST(Plan, TreeTakesOrphanedWorkersOfTheSameGroup) {
   EXPECT_EQ(Item(p.act, 301)->reason, Reason::kOrphanHolder);
 }
 
+TEST(Plan, AScriptsOtherJobsAreNotPartOfTheRun) {
+  World w;
+  // A script (not a session leader) started two independent jobs in its
+  // group; one of them has a dataloader worker.
+  w.Put(Proc(250, kAlice, 200, 250, 200, "bash"));
+  w.Put(Proc(260, kAlice, 250, 250, 200, "python"));
+  w.Put(Proc(261, kAlice, 260, 250, 200, "python"));
+  w.Put(Proc(270, kAlice, 250, 250, 200, "python"));
+  w.findings = {Found("IDLE_HOLDER", {260})};
+  Plan p = w.Make({.mode = PlanMode::kClean, .tree = true});
+  EXPECT_EQ(Pids(p.act), (std::vector<pid_t>{260, 261}));
+}
+
 TEST(Plan, NonRootNeverActsOnOthers) {
   World w;
   w.findings = {Found("IDLE_HOLDER", {300}), Found("IDLE_HOLDER", {400})};
