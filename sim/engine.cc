@@ -1,8 +1,10 @@
 #include "sim/engine.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +66,8 @@ double WallNowS() {
 
 Session::Session(std::shared_ptr<const Scenario> scenario, double t0_unix_s, double block_scale)
     : scenario_(std::move(scenario)), t0_unix_s_(t0_unix_s), block_scale_(block_scale) {
+  if (const char* dir = std::getenv("GPUWARDEN_SIM_PROCESS_DIR"); dir != nullptr)
+    process_dir_ = dir;
   const DriverState& d = scenario_->driver.At(Now());
   gpu_count_ =
       d.failure == DriverFailure::kNoGpus ? 0 : static_cast<unsigned>(scenario_->gpus.size());
@@ -80,10 +84,57 @@ bool Session::ProcessGone(pid_t pid) const {
   return true;
 }
 
+std::vector<const ProcessSpec*> Session::RegisteredProcesses(const std::string& gpu_uuid) const {
+  std::vector<const ProcessSpec*> out;
+  if (process_dir_.empty()) return out;
+  DIR* dir = opendir(process_dir_.c_str());
+  if (dir == nullptr) return out;
+  std::vector<std::pair<pid_t, std::string>> files;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || end == e->d_name || *end != '\0') continue;
+    files.emplace_back(static_cast<pid_t>(pid), process_dir_ + "/" + e->d_name);
+  }
+  closedir(dir);
+  std::sort(files.begin(), files.end());
+  for (const auto& [pid, path] : files) {
+    if (ProcessGone(pid)) continue;
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (f == nullptr) continue;
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      char uuid[128];
+      unsigned long long mib = 0;
+      unsigned sm = 0;
+      const int n = std::sscanf(line, "%127s %llu %u", uuid, &mib, &sm);
+      if (n < 2 || gpu_uuid != uuid) continue;
+      std::lock_guard<std::mutex> lock(registry_mu_);
+      auto& slot = registry_[{pid, gpu_uuid, line}];
+      if (!slot) {
+        slot = std::make_unique<ProcessSpec>();
+        slot->pid = pid;
+        slot->used_bytes = static_cast<uint64_t>(mib) << 20;
+        slot->sm_pct = n >= 3 ? sm : 0;
+        slot->mem_pct = 0;
+        slot->while_alive = true;
+      }
+      out.push_back(slot.get());
+    }
+    std::fclose(f);
+  }
+  return out;
+}
+
 std::vector<ListedProcess> ListProcesses(const Session& session, const GpuState& state,
                                          uint64_t* unlisted_bytes) {
   std::vector<ListedProcess> out;
   uint64_t unlisted = 0;
+  if (state.uuid) {
+    for (const ProcessSpec* p : session.RegisteredProcesses(*state.uuid)) {
+      out.push_back({*p->pid, p});
+    }
+  }
   if (state.processes) {
     out.reserve(state.processes->size());
     for (const ProcessSpec& p : *state.processes) {
@@ -106,8 +157,13 @@ Opt<uint64_t> EffectiveUsedBytes(const Session& session, const GpuState& state) 
   std::vector<ListedProcess> listed = ListProcesses(session, state, &unlisted);
   if (state.memory_used_from_processes) {
     for (const ListedProcess& p : listed) used += p.spec->used_bytes.value_or(0);
-  } else if (!state.keeps_memory_after_exit) {
-    used = used > unlisted ? used - unlisted : 0;
+  } else {
+    // Registered processes (no env: name, yet while_alive) come on top of
+    // the scenario's used_mib.
+    for (const ListedProcess& p : listed) {
+      if (p.spec->pid_env.empty() && p.spec->while_alive) used += p.spec->used_bytes.value_or(0);
+    }
+    if (!state.keeps_memory_after_exit) used = used > unlisted ? used - unlisted : 0;
   }
   return used;
 }

@@ -53,6 +53,13 @@ class Session {
   // a PID that was reused later does not bring the process back.
   bool ProcessGone(pid_t pid) const;
 
+  // Processes registered at run time in $GPUWARDEN_SIM_PROCESS_DIR (see
+  // docs/scenarios.md): one file per PID, each line "GPU-UUID USED_MIB
+  // [SM_PCT]". Listed on the GPU of that UUID while the PID lives, their
+  // memory added to the GPU's used memory — so the simulated free memory
+  // follows real jobs that "allocate" by writing their file.
+  std::vector<const ProcessSpec*> RegisteredProcesses(const std::string& gpu_uuid) const;
+
  private:
   std::shared_ptr<const Scenario> scenario_;
   double t0_unix_s_;
@@ -60,6 +67,12 @@ class Session {
   unsigned gpu_count_;
   mutable std::mutex gone_mu_;
   mutable std::unordered_set<pid_t> gone_;
+  std::string process_dir_;
+  mutable std::mutex registry_mu_;
+  // Keyed by (pid, uuid, line); entries stay so their pointers stay valid
+  // for the session.
+  mutable std::map<std::tuple<pid_t, std::string, std::string>, std::unique_ptr<ProcessSpec>>
+      registry_;
 };
 
 // The processes the driver lists on a GPU right now, in scenario order.

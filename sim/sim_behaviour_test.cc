@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -327,6 +329,41 @@ TEST_F(SimTest, WhileAliveProcessVanishesAndFreesItsMemory) {
   EXPECT_EQ(ComputePids(d0), std::vector<unsigned>{77});
   EXPECT_EQ(UsedBytes(d0), 15000ull << 20);
   waitpid(b, nullptr, 0);
+}
+
+TEST_F(SimTest, RegisteredProcessesFollowTheirPids) {
+  char dir_template[] = "/tmp/gw-sim-registry-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  setenv("GPUWARDEN_SIM_PROCESS_DIR", dir.c_str(), 1);
+  pid_t a = SpawnSleep();
+  UseText(R"({"gpus": [
+    {"uuid": "GPU-aaaa", "memory": {"total_mib": 80000, "used_mib": 1000, "reserved_mib": 0},
+     "processes": []},
+    {"uuid": "GPU-bbbb", "memory": {"total_mib": 80000, "used_mib": 0, "reserved_mib": 0,
+                                    "used_from_processes": true},
+     "processes": []}]})");
+  ASSERT_EQ(init_(), NVML_SUCCESS);
+  nvmlDevice_t d0 = Handle(0);
+  nvmlDevice_t d1 = Handle(1);
+  EXPECT_TRUE(ComputePids(d0).empty());
+  EXPECT_EQ(UsedBytes(d0), 1000ull << 20);
+  {
+    std::ofstream f(dir + "/" + std::to_string(a));
+    f << "GPU-aaaa 20000 50\nGPU-bbbb 3000\nGPU-other 7\nmalformed\n";
+  }
+  EXPECT_EQ(ComputePids(d0), std::vector<unsigned>{static_cast<unsigned>(a)});
+  EXPECT_EQ(UsedBytes(d0), 21000ull << 20);  // On top of used_mib.
+  EXPECT_EQ(ComputePids(d1), std::vector<unsigned>{static_cast<unsigned>(a)});
+  EXPECT_EQ(UsedBytes(d1), 3000ull << 20);
+  // The process ends: gone from the lists and its memory freed.
+  kill(a, SIGKILL);
+  waitpid(a, nullptr, 0);
+  EXPECT_TRUE(ComputePids(d0).empty());
+  EXPECT_EQ(UsedBytes(d0), 1000ull << 20);
+  EXPECT_EQ(UsedBytes(d1), 0u);
+  unsetenv("GPUWARDEN_SIM_PROCESS_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(SimTest, BlockedGpuDoesNotBlockOtherGpusOrThreads) {

@@ -19,6 +19,11 @@ enum ExitCode : int {
   kExitCleanRefused = 8,     // Some named processes were refused (not yours, protected, ...).
   kExitCleanIncomplete = 9,  // A process did not end, or its GPU memory was not released.
 
+  // The queue's client commands (run, queue, jobs, cancel, hold, release, logs).
+  // `run --wait` exits with the job's own status instead once it ran.
+  kExitNoDaemon = 15,         // gpuwardend cannot be reached.
+  kExitRefusedByDaemon = 16,  // It refused: not your job, no such job, wrong state.
+
   // `why` and `health` report their verdict in the exit code.
   kExitVerdictBusy = 10,         // why: genuine shortage or contention.
   kExitVerdictReclaimable = 11,  // why: capacity held by idle, orphaned, zombie or hidden holders.
@@ -42,6 +47,9 @@ inline constexpr const char* kExitCodeHelp =
     "  7  not confirmed (no --yes and no terminal, or answered no): nothing was signalled\n"
     "  8  some processes named were refused (not yours, protected, gpuwarden itself)\n"
     "  9  incomplete: a process did not end, or its GPU memory was not released\n"
+    "run, queue, jobs, cancel, hold, release, logs (run --wait: the job's own status):\n"
+    " 15  gpuwardend cannot be reached\n"
+    " 16  gpuwardend refused: not your job, no such job, or not in that state\n"
     "why and health report the verdict (status and events use the codes above):\n"
     "  0  OK (why) / healthy (health)\n"
     " 10  BUSY: genuine shortage or contention (why)\n"

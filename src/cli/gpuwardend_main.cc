@@ -1,0 +1,138 @@
+// gpuwardend: the GPU queue daemon (docs/queue.md, docs/protocol.md).
+//
+//   gpuwardend [--socket PATH] [--state-dir DIR] [--sim SCENARIO] ...
+//
+// As root it serves every user (system mode: /run/gpuwarden/gpuwardend.sock,
+// /var/lib/gpuwarden); as a plain user only that user (personal mode:
+// $XDG_RUNTIME_DIR/gpuwarden/gpuwardend.sock, $XDG_STATE_HOME/gpuwarden/queue).
+#include <malloc.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "cli/exit_codes.h"
+#include "cli/global_options.h"
+#include "core/units.h"
+#include "nvml/probe.h"
+#include "queue/daemon.h"
+#include "queue/protocol.h"
+
+namespace {
+
+std::string DefaultStateDir(bool system_mode) {
+  if (system_mode) return "/var/lib/gpuwarden";
+  const char* state = std::getenv("XDG_STATE_HOME");
+  if (state != nullptr && state[0] == '/') return std::string(state) + "/gpuwarden/queue";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.local/state/gpuwarden/queue";
+  return "/tmp/gpuwarden-" + std::to_string(getuid()) + "/queue";
+}
+
+std::string SupervisorPath() {
+  std::error_code ec;
+  const std::filesystem::path dir =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const auto& candidate :
+       {dir / "gpuwarden-supervise", dir / "../lib/gpuwarden/gpuwarden-supervise"}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return (dir / "gpuwarden-supervise").string();
+}
+
+int Main(int argc, char** argv) {
+  // A scheduling pass over a large queue allocates and frees tens of MB:
+  // keep that memory instead of returning it to the kernel after each pass
+  // (bench/queue_policy_bench.cc: ~20 % of a 100k-job pass was page faults).
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  const bool system_mode = geteuid() == 0;
+  gw::queue::DaemonOptions o;
+  o.system_mode = system_mode;
+  o.socket_path = system_mode ? gw::queue::SystemSocketPath() : gw::queue::PersonalSocketPath();
+  o.state_dir = DefaultStateDir(system_mode);
+  gw::cli::GlobalOptions global;
+  std::string margin = "512M";
+  std::string grace = "10s";
+  std::string vram_guard = "stop";
+
+  CLI::App app{
+      "gpuwardend — the GPU queue daemon: starts jobs when GPUs with enough free VRAM "
+      "exist (docs/queue.md)",
+      "gpuwardend"};
+  app.set_version_flag("--version", "gpuwardend " GW_VERSION);
+  app.add_option("--socket", o.socket_path, "Listen here")->capture_default_str();
+  app.add_option("--state-dir", o.state_dir, "Queue database and job directories")
+      ->capture_default_str();
+  app.add_option("--sim", global.sim_scenario, "Use the simulated NVML with this scenario")
+      ->type_name("FILE");
+  app.add_option("--timeout", global.timeout_s, "Deadline in seconds for one GPU probe")
+      ->check(CLI::Range(0.05, 600.0))
+      ->capture_default_str();
+  app.add_option("--proc-root", global.proc_root, "Where the host's /proc is")
+      ->capture_default_str();
+  app.add_option("--poll-ms", o.poll_waiting_ms, "Read the GPUs this often (ms) while jobs wait")
+      ->check(CLI::Range(10, 60000))
+      ->capture_default_str();
+  app.add_option("--margin", margin, "Free memory kept on top of each request")
+      ->capture_default_str();
+  app.add_option("--grace", grace, "Stopping a job: SIGTERM, this long, then SIGKILL")
+      ->capture_default_str();
+  app.add_option("--vram-guard", vram_guard,
+                 "A job over its --vram by more than the margin: stop (default) or warn")
+      ->check(CLI::IsMember({"stop", "warn"}));
+  app.add_option("--max-running-per-user", o.policy.max_running_per_user,
+                 "At most this many running jobs per user (0 = no limit)");
+  app.add_option("--max-gpus-per-user", o.policy.max_gpus_per_user,
+                 "At most this many GPUs in use per user (0 = no limit)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : gw::cli::kExitUsage;
+  }
+  auto m = gw::ParseSize(margin);
+  if (!m.ok()) {
+    std::fprintf(stderr, "gpuwardend: --margin: %s\n", m.error().message.c_str());
+    return gw::cli::kExitUsage;
+  }
+  o.policy.margin_bytes = *m;
+  auto g = gw::ParseDuration(grace);
+  if (!g.ok()) {
+    std::fprintf(stderr, "gpuwardend: --grace: %s\n", g.error().message.c_str());
+    return gw::cli::kExitUsage;
+  }
+  o.grace_s = *g;
+  o.vram_guard_stop = vram_guard == "stop";
+  auto collect = gw::cli::ResolveCollectOptions(global);
+  if (!collect.ok()) {
+    std::fprintf(stderr, "gpuwardend: %s\n", collect.error().message.c_str());
+    return collect.error().code == "bad_input" ? gw::cli::kExitBadInput
+                                               : gw::cli::kExitNvmlUnavailable;
+  }
+  o.collect = *collect;
+  o.supervisor_path = SupervisorPath();
+  auto daemon = gw::queue::Daemon::Start(o);
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "gpuwardend: %s\n", daemon.error().message.c_str());
+    return daemon.error().code == "busy" ? gw::cli::kExitUsage : gw::cli::kExitInternal;
+  }
+  std::fprintf(stderr, "gpuwardend: %s mode, listening on %s, state in %s\n",
+               system_mode ? "system" : "personal", o.socket_path.c_str(), o.state_dir.c_str());
+  return (*daemon)->Run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int code = gw::cli::kExitInternal;
+  try {
+    code = Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpuwardend: internal error: %s\n", e.what());
+  }
+  gw::nvml::ExitProcess(code);
+}

@@ -1,0 +1,17 @@
+# The runner: how a job is started, supervised, stopped and how its end is
+# recorded (runner.h). The daemon links gw_queue_runner; each job runs under its
+# own gpuwarden-supervise process, installed beside gpuwarden.
+add_library(gw_queue_runner STATIC runner.cc)
+target_link_libraries(gw_queue_runner PUBLIC gw_queue_job gw_core gw_proc
+                                             nlohmann_json::nlohmann_json fmt::fmt)
+
+add_executable(gpuwarden-supervise supervisor_main.cc)
+target_link_libraries(gpuwarden-supervise PRIVATE gw_queue_runner)
+set_target_properties(gpuwarden-supervise PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+
+gw_add_test(gw_queue_runner_tests SOURCES runner_test.cc LIBS gw_queue_runner)
+if(TARGET gw_queue_runner_tests)
+  add_dependencies(gw_queue_runner_tests gpuwarden-supervise)
+  target_compile_definitions(gw_queue_runner_tests PRIVATE
+    GW_SUPERVISOR_PATH="$<TARGET_FILE:gpuwarden-supervise>")
+endif()
