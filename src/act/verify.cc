@@ -34,7 +34,10 @@ ReleaseReport CompareRelease(const Snapshot& before, const Snapshot& after,
                              std::span<const TargetResult> results) {
   std::set<pid_t> ended;
   for (const TargetResult& r : results) {
-    if (Ended(r.outcome)) ended.insert(r.item.pid);
+    if (!Ended(r.outcome)) continue;
+    ended.insert(r.item.pid);
+    // A zombie goes (is reaped) with its parent: its memory is expected back too.
+    if (r.item.role == Role::kZombieParent && r.item.because_of) ended.insert(*r.item.because_of);
   }
   ReleaseReport report;
   for (const Gpu& b : before.gpus) {

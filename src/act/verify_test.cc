@@ -97,6 +97,21 @@ TEST(Verify, TargetsThatDidNotEndAreNotExpectedToFree) {
   EXPECT_TRUE(CompareRelease(before, after, results).gpus.empty());
 }
 
+TEST(Verify, AZombiesMemoryIsExpectedBackWithItsParent) {
+  Snapshot before, after;
+  before.gpus = {MakeGpu(0, 20 * kGiB, {{11, 20 * kGiB}})};  // 11 is the zombie.
+  after.gpus = {MakeGpu(0, 20 * kGiB, {{11, 20 * kGiB}})};
+  TargetResult parent = Ended(10);
+  parent.item.role = Role::kZombieParent;
+  parent.item.because_of = 11;
+  std::vector<TargetResult> results = {parent};
+  ReleaseReport r = CompareRelease(before, after, results);
+  ASSERT_EQ(r.gpus.size(), 1u);
+  EXPECT_EQ(r.gpus[0].expected_bytes, 20 * kGiB);
+  EXPECT_EQ(r.gpus[0].still_listed, (std::vector<pid_t>{11}));
+  EXPECT_FALSE(r.gpus[0].released);
+}
+
 TEST(Verify, UnknownUsageIsNotZero) {
   Snapshot before, after;
   before.gpus = {MakeGpu(0, 20 * kGiB, {{10, 20 * kGiB}})};

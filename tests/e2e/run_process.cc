@@ -1,12 +1,14 @@
 #include "e2e/run_process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -14,9 +16,8 @@
 extern char** environ;
 
 namespace gw::test {
-namespace {
 
-std::vector<std::string> BuildEnvironment(const RunOptions& options) {
+std::vector<std::string> ChildEnvironment(const RunOptions& options) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
@@ -34,6 +35,33 @@ std::vector<std::string> BuildEnvironment(const RunOptions& options) {
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
+}
+
+bool AssumeIdentity(const RunOptions& options) {
+  if (!options.uid && !options.gid) return true;
+  if (!options.uid || !options.gid) return false;
+  const gid_t gid = *options.gid;
+  // Groups first: after setuid the process may no longer change them.
+  return setgroups(1, &gid) == 0 && setgid(gid) == 0 && setuid(*options.uid) == 0;
+}
+
+namespace {
+
+// Starts argv like posix_spawn below would, but through fork so that the child
+// can change its identity before exec. Returns the PID, or -1.
+pid_t ForkAs(char* const* args, char* const* envp, int out_fd, int err_fd,
+             const RunOptions& options) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Only async-signal-safe calls from here on.
+  setpgid(0, 0);
+  int in = open("/dev/null", O_RDONLY);
+  if (in < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+      dup2(err_fd, STDERR_FILENO) < 0 || !AssumeIdentity(options)) {
+    _exit(127);
+  }
+  execve(args[0], args, envp);
+  _exit(127);
 }
 
 }  // namespace
@@ -57,14 +85,24 @@ RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& opt
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::vector<std::string> env_strings = BuildEnvironment(options);
+  std::vector<std::string> env_strings = ChildEnvironment(options);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  int rc = 0;
+  if (options.uid || options.gid) {
+    pid = ForkAs(args.data(), envp.data(), out_pipe[1], err_pipe[1], options);
+    if (pid < 0) {
+      rc = errno;
+    } else {
+      setpgid(pid, pid);  // Also here: a timeout may come before the child's own call.
+    }
+  } else {
+    rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(out_pipe[1]);

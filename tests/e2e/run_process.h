@@ -3,6 +3,8 @@
 #ifndef GPUWARDEN_TESTS_E2E_RUN_PROCESS_H_
 #define GPUWARDEN_TESTS_E2E_RUN_PROCESS_H_
 
+#include <sys/types.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -22,9 +24,24 @@ struct RunOptions {
   // Variables to set (value) or remove (nullopt) in the child's environment.
   std::map<std::string, std::optional<std::string>> env;
   double timeout_s = 30;
+  // Run as this user and group (no supplementary groups besides gid); set both
+  // or neither. Needs root. Unset: the test's own identity.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
 };
 
+// Runs argv in a process group of its own, stdin /dev/null, until it ends or
+// options.timeout_s passes (then the group is killed).
 RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// The environment ("KEY=value") of a child started with these options: the
+// test's own, adjusted by options.env.
+std::vector<std::string> ChildEnvironment(const RunOptions& options);
+
+// For a child between fork and exec: takes on options.uid/gid (setgroups,
+// setgid, setuid). Async-signal-safe; true when there was nothing to do or it
+// worked.
+bool AssumeIdentity(const RunOptions& options);
 
 // Paths of the build tree under test.
 std::string GpuwardenBinary();                      // <build>/gpuwarden

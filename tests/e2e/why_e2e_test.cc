@@ -135,7 +135,10 @@ INSTANTIATE_TEST_SUITE_P(
         Promise{"row-remap-failed.json", "FAULT", 13, {"ROW_REMAP_FAILED"}},
         Promise{"power-capped.json", "OK", 0, {"POWER_CAPPED"}},
         Promise{"persistence-off.json", "OK", 0, {"PERSISTENCE_OFF"}},
-        Promise{"compute-exclusive.json", "BUSY", 10, {"COMPUTE_MODE_EXCLUSIVE"}}),
+        Promise{"compute-exclusive.json", "BUSY", 10, {"COMPUTE_MODE_EXCLUSIVE"}},
+        Promise{"clean-idle.json", "RECLAIMABLE", 11, {"IDLE_HOLDER"}, {"--idle-for", "0"}},
+        Promise{"clean-memory-held.json", "OK", 0, {"IDLE_HOLDER"}, {"--idle-for", "0"}},
+        Promise{"clean-late-release.json", "OK", 0, {"IDLE_HOLDER"}, {"--idle-for", "0"}}),
     [](const ::testing::TestParamInfo<Promise>& param_info) {
       std::string name = std::filesystem::path(param_info.param.scenario).stem().string();
       for (char& c : name) {
