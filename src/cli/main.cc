@@ -202,8 +202,13 @@ int Main(int argc, char** argv) {
   run->add_option("--window", run_args.window,
                   "Start only inside this daily window, e.g. 22:00-07:00")
       ->type_name("HH:MM-HH:MM");
-  run->add_option("--after", run_args.after, "Start once this job succeeded (repeatable)")
-      ->type_name("JOB");
+  // A string, joined over repeats: a list option would take the `--` that
+  // starts the command as the end of its own values.
+  run->add_option("--after", run_args.after,
+                  "Start once these jobs succeeded (JOB[,JOB...]; repeatable)")
+      ->type_name("JOB")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
+      ->delimiter(',');
   run->add_flag("--nvlink", run_args.nvlink, "Multi-GPU: only NVLink-joined GPUs");
   run->add_option("--name", run_args.name, "A name for the job");
   run->add_option("--time-limit", run_args.time_limit, "Stop it after this long, e.g. 4h")

@@ -137,7 +137,17 @@ int RunSubmit(const RunArgs& args) {
     if (!w) return Fail(kExitUsage, "--window: " + err);
     spec.window = *w;
   }
-  spec.after = args.after;
+  for (size_t start = 0; start < args.after.size();) {
+    size_t end = args.after.find(',', start);
+    if (end == std::string::npos) end = args.after.size();
+    const std::string id = args.after.substr(start, end - start);
+    if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(id) <= 0) {
+      return Fail(kExitUsage, "--after: \"" + SanitizeForTerminal(id) + "\" is not a job id");
+    }
+    spec.after.push_back(std::stoll(id));
+    start = end + 1;
+  }
   spec.nvlink = args.nvlink;
   if (!args.time_limit.empty()) {
     auto s = ParseDuration(args.time_limit);

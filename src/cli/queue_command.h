@@ -18,7 +18,7 @@ struct RunArgs {
   int max_util = -1;  // --max-util PCT
   int priority = 0;
   std::string window;  // --window 22:00-07:00
-  std::vector<int64_t> after;
+  std::string after;   // --after "3,4": job ids
   bool nvlink = false;
   std::string name;
   std::string time_limit;  // --time-limit 4h

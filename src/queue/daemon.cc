@@ -872,7 +872,20 @@ class DaemonImpl final : public Daemon {
     return out;
   }
 
+  // The job's own PID, once its supervisor has recorded it.
+  void LearnJobPids() {
+    for (auto& [id, job] : active_) {
+      if (job.state != JobState::kRunning || job.pid) continue;
+      if (auto p = ReadPidRecord(DirOf(job), nullptr)) {
+        job.pid = p->pid;
+        job.pid_start_ticks = p->start_ticks;
+        (void)store_->Update(job);
+      }
+    }
+  }
+
   void OnSnapshot(Snapshot s) {
+    LearnJobPids();
     history_.push_back(s);
     if (history_.size() > kHistory) history_.erase(history_.begin());
     latest_ = std::move(s);
