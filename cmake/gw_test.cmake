@@ -11,5 +11,7 @@ function(gw_add_test name)
   target_compile_definitions(${name} PRIVATE
     GW_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     GW_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
+  # Generous: the suite also runs under ASan on two slow cores, and the queue's
+  # crash-safety test loops through 20+ daemon restarts.
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
 endfunction()
