@@ -33,6 +33,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "diagnose/verdict.h"
+#include "proc/proc_parse.h"
 #include "proc/proc_reader.h"
 #include "queue/protocol.h"
 #include "queue/runner.h"
@@ -855,18 +856,11 @@ class DaemonImpl final : public Daemon {
     if (!pids.ok()) return out;
     for (pid_t pid : *pids) {
       std::ifstream in(o_.collect.proc_root + "/" + std::to_string(pid) + "/stat");
-      std::string stat;
-      std::getline(in, stat);
-      const size_t paren = stat.rfind(')');
-      if (paren == std::string::npos) continue;
-      // Fields after "comm)": state ppid pgrp session.
-      char state;
-      long ppid, pgrp, session;
-      if (std::sscanf(stat.c_str() + paren + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp,
-                      &session) != 4) {
-        continue;
-      }
-      auto it = by_session.find(static_cast<pid_t>(session));
+      std::string text;
+      std::getline(in, text);
+      Result<proc::StatFields> stat = proc::ParseStat(text);
+      if (!stat.ok()) continue;
+      auto it = by_session.find(static_cast<pid_t>(stat->session));
       if (it != by_session.end() && pid != it->first) out[it->second].push_back(pid);
     }
     return out;
