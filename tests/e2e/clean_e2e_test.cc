@@ -777,9 +777,19 @@ TEST(CleanE2e, InteractiveAnswerYesProceeds) {
   EXPECT_EQ(AuditedSignals(ws.audit_log(), holder.pid()), std::vector<std::string>{"SIGTERM"});
 }
 
-// Makes the next process this test forks get `pid` (root only). Returns the
-// child, or null when another process took the PID first.
-std::unique_ptr<TestChild> ForkWithPid(pid_t pid, std::string* why_not) {
+// Starts `sleep` with PID `pid` (root only): with clone3's set_tid, else by
+// writing pid - 1 to /proc/sys/kernel/ns_last_pid and forking (which other
+// processes' forks can race). Null, and *why_not, when the PID is taken or
+// cannot be chosen.
+std::unique_ptr<TestChild> StartWithPid(pid_t pid, std::string* why_not) {
+  TestChild::Options exact;
+  exact.pid = pid;
+  auto child = std::make_unique<TestChild>(std::vector<std::string>{"/bin/sleep", "300"}, exact);
+  if (child->pid() == pid) return child;
+  if (child->start_error() == EEXIST) {
+    *why_not = "PID " + std::to_string(pid) + " was taken by another process";
+    return nullptr;
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
     if (ProcessStateOf(pid)) {
       *why_not = "PID " + std::to_string(pid) + " was taken by another process";
@@ -797,7 +807,7 @@ std::unique_ptr<TestChild> ForkWithPid(pid_t pid, std::string* why_not) {
       *why_not = std::string("cannot write /proc/sys/kernel/ns_last_pid: ") + strerror(errno);
       return nullptr;
     }
-    auto child = std::make_unique<TestChild>();
+    child = std::make_unique<TestChild>();
     if (child->pid() == pid) return child;
   }
   *why_not = "other processes kept taking PID " + std::to_string(pid);
@@ -823,7 +833,7 @@ TEST(KillE2e, PidReusedBetweenPlanAndSignalIsNotSignalled) {
   const auto planned_start = ProcessStartTicks(pid);
   target.reset();  // Killed and reaped.
   std::string why_not;
-  std::unique_ptr<TestChild> impostor = ForkWithPid(pid, &why_not);
+  std::unique_ptr<TestChild> impostor = StartWithPid(pid, &why_not);
   if (!impostor) {
     pty.WriteLine("n");
     pty.WaitForExit(kRunTimeoutS);

@@ -1,9 +1,11 @@
 #include "e2e/user_process.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,7 +100,22 @@ TestChild::TestChild(const std::vector<std::string>& argv, const Options& option
   RunOptions identity;
   identity.uid = options.uid;
   identity.gid = options.gid;
-  pid_ = fork();
+  if (options.pid) {
+    // A raw clone3 is a fork that may name the new PID.
+    pid_t wanted = *options.pid;
+    clone_args clone{};
+    clone.exit_signal = SIGCHLD;
+    clone.set_tid = reinterpret_cast<uintptr_t>(&wanted);
+    clone.set_tid_size = 1;
+    pid_ = static_cast<pid_t>(syscall(SYS_clone3, &clone, sizeof clone));
+  } else {
+    pid_ = fork();
+  }
+  if (pid_ < 0) {
+    start_error_ = errno;
+    pid_ = -1;
+    return;
+  }
   if (pid_ == 0) {
     if (options.own_group) setpgid(0, 0);
     int null_fd = open("/dev/null", O_RDWR);

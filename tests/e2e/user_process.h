@@ -57,6 +57,10 @@ class TestChild {
     // children, in its process group, which argv's program never reaps — a
     // launcher and its workers. Each argv[0] an absolute path.
     std::vector<std::vector<std::string>> workers;
+    // Start with exactly this PID (clone3 with set_tid: root only, Linux >=
+    // 5.5). When that fails, pid() is -1 and start_error() says why (EEXIST:
+    // the PID is in use).
+    std::optional<pid_t> pid;
   };
   // argv[0] must be an absolute path; exec'd directly with stdin, stdout and
   // stderr on /dev/null.
@@ -68,6 +72,8 @@ class TestChild {
   TestChild& operator=(const TestChild&) = delete;
 
   pid_t pid() const { return pid_; }
+  // errno of a failed start (pid() == -1), else 0.
+  int start_error() const { return start_error_; }
   // Waits until the child has ended and reaps it. Its exit status (128 +
   // signal when killed by one), or nullopt if it still runs after timeout_s.
   std::optional<int> WaitForExit(double timeout_s);
@@ -78,6 +84,7 @@ class TestChild {
 
  private:
   pid_t pid_ = -1;
+  int start_error_ = 0;
   bool own_group_ = true;
   std::optional<int> status_;
 };
