@@ -6,6 +6,8 @@
 // /var/lib/gpuwarden); as a plain user only that user (personal mode:
 // $XDG_RUNTIME_DIR/gpuwarden/gpuwardend.sock, $XDG_STATE_HOME/gpuwarden/queue).
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -115,6 +117,12 @@ int Main(int argc, char** argv) {
   }
   o.collect = *collect;
   o.supervisor_path = SupervisorPath();
+  // Blocked before the daemon starts its snapshot thread, so every thread
+  // inherits the mask and the signals reach the loop's signalfd.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   auto daemon = gw::queue::Daemon::Start(o);
   if (!daemon.ok()) {
     std::fprintf(stderr, "gpuwardend: %s\n", daemon.error().message.c_str());

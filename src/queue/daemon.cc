@@ -624,10 +624,12 @@ class DaemonImpl final : public Daemon {
       Send(c, ErrorReply("store", s.error().message));
       return;
     }
-    if (IsTerminal(job->state)) active_.erase(job->id);
+    // `job` may point into active_: read it before the erase.
+    const JobState after = job->state;
+    if (IsTerminal(after)) active_.erase(*id);
     json r = OkReply();
     r["job"] = *id;
-    r["state"] = JobStateName(job->state);
+    r["state"] = JobStateName(after);
     Send(c, r);
     schedule_needed_ = true;
   }

@@ -40,6 +40,9 @@ struct DaemonOptions {
 
 class Daemon {
  public:
+  // REQUIRES: SIGTERM, SIGINT, SIGHUP and SIGCHLD blocked in every thread
+  // (block them before any thread starts): the loop reads them from a
+  // signalfd, and a thread that left them unblocked would die of them.
   // Opens the store, takes the state directory's lock (one daemon per state
   // directory), binds the socket (a stale socket file is replaced; a live
   // daemon on it is an error) and recovers the jobs of a previous run.
