@@ -24,6 +24,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "proc/proc_reader.h"
+#include "proc/users.h"
 #include "render/clean.h"
 
 namespace gw::cli {
@@ -50,16 +51,6 @@ std::optional<uid_t> ResolveUser(const std::string& name) {
     return std::nullopt;
   }
   return found->pw_uid;
-}
-
-std::string UserName(uid_t uid) {
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return "uid " + std::to_string(uid);
 }
 
 // Every process on the host, read under the probe's deadline: a process
@@ -106,7 +97,7 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   RealClock clock;
   act::Caller caller;
   caller.uid = getuid();
-  caller.user = UserName(caller.uid);
+  caller.user = proc::UserNameOrUid(caller.uid);
   caller.pid = getpid();
 
   // --- The request -------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "proc/proc_parse.h"
+#include "proc/users.h"
 
 namespace gw::proc {
 namespace {
@@ -177,20 +178,7 @@ std::optional<std::string> ProcReader::Comm(pid_t pid) {
 std::optional<std::string> ProcReader::UserName(uid_t uid) {
   auto it = user_names_.find(uid);
   if (it != user_names_.end()) return it->second;
-  std::optional<std::string> name;
-  long hint = sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::vector<char> buf(hint > 0 ? static_cast<size_t>(hint) : 4096);
-  for (;;) {
-    passwd pw;
-    passwd* found = nullptr;
-    int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
-    if (rc == ERANGE && buf.size() < (1u << 20)) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (rc == 0 && found != nullptr && found->pw_name != nullptr) name = found->pw_name;
-    break;
-  }
+  std::optional<std::string> name = LookupUserName(uid);
   user_names_.emplace(uid, name);
   return name;
 }

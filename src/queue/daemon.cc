@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
@@ -35,6 +34,7 @@
 #include "diagnose/verdict.h"
 #include "proc/proc_parse.h"
 #include "proc/proc_reader.h"
+#include "proc/users.h"
 #include "queue/protocol.h"
 #include "queue/runner.h"
 #include "queue/store.h"
@@ -56,16 +56,6 @@ int MinuteOfDay(int64_t unix_ms) {
   struct tm local;
   localtime_r(&t, &local);
   return local.tm_hour * 60 + local.tm_min;
-}
-
-std::string UserName(uid_t uid) {
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return "uid " + std::to_string(uid);
 }
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
@@ -300,10 +290,10 @@ class DaemonImpl final : public Daemon {
       c.uid = cred.uid;
       c.gid = cred.gid;
       c.pid = cred.pid;
-      c.user = UserName(cred.uid);
+      c.user = proc::UserNameOrUid(cred.uid);
       if (!o_.system_mode && cred.uid != geteuid() && cred.uid != 0) {
         // A personal daemon serves its own user only.
-        c.out = ErrorReply("forbidden", "this gpuwardend serves " + UserName(geteuid()) +
+        c.out = ErrorReply("forbidden", "this gpuwardend serves " + proc::UserNameOrUid(geteuid()) +
                                             " only (a personal daemon)")
                     .dump() +
                 "\n";

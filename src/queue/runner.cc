@@ -26,6 +26,7 @@
 
 #include "core/text.h"
 #include "proc/proc_parse.h"
+#include "queue/protocol.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -260,67 +261,6 @@ std::string_view EnvKey(std::string_view entry) {
 // ---------------------------------------------------------------------------
 // base64 (RFC 4648, with padding): spec.json carries argv, env and paths as
 // bytes, which JSON strings cannot.
-
-constexpr char kBase64Chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string Base64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    const uint32_t v = (static_cast<uint8_t>(in[i]) << 16) |
-                       (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
-    out += kBase64Chars[(v >> 18) & 63];
-    out += kBase64Chars[(v >> 12) & 63];
-    out += kBase64Chars[(v >> 6) & 63];
-    out += kBase64Chars[v & 63];
-  }
-  const size_t rest = in.size() - i;
-  if (rest > 0) {
-    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
-    if (rest == 2) v |= static_cast<uint8_t>(in[i + 1]) << 8;
-    out += kBase64Chars[(v >> 18) & 63];
-    out += kBase64Chars[(v >> 12) & 63];
-    out += rest == 2 ? kBase64Chars[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> Base64Decode(std::string_view in) {
-  if (in.size() % 4 != 0) return std::nullopt;
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (size_t i = 0; i < in.size(); i += 4) {
-    const bool last = i + 4 == in.size();
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = in[i + k];
-      if (c == '=' && last && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) return std::nullopt;  // Data after padding.
-      v[k] = value(c);
-      if (v[k] < 0) return std::nullopt;
-    }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out += static_cast<char>((n >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(n & 0xff);
-  }
-  return out;
-}
 
 std::string DumpJson(const json& j) {
   // Replace, never throw: every string here is valid UTF-8 by construction,
@@ -926,7 +866,7 @@ int Supervisor::Run() {
   // 4. The spec.
   Result<std::string> text = ReadSmallFile(job_dir_ + "/" + kSpecFile, kMaxSpecBytes);
   if (!text.ok()) return FinishUnstarted("start_failed", text.error().message);
-  Result<SupervisorSpec> spec = SpecFromJson(*text);
+  Result<SupervisorSpec> spec = SupervisorSpecFromJson(*text);
   if (!spec.ok()) return FinishUnstarted("start_failed", spec.error().message);
   spec_ = std::move(spec).value();
   if (auto stop = ReadStop()) {
@@ -1157,7 +1097,7 @@ std::vector<std::string> ExecCandidates(const std::string& argv0,
   return out;
 }
 
-std::string SpecToJson(const SupervisorSpec& s) {
+std::string SupervisorSpecToJson(const SupervisorSpec& s) {
   json j;
   j["version"] = 1;
   j["job_id"] = s.job_id;
@@ -1181,7 +1121,7 @@ std::string SpecToJson(const SupervisorSpec& s) {
   return DumpJson(j);
 }
 
-Result<SupervisorSpec> SpecFromJson(std::string_view text) {
+Result<SupervisorSpec> SupervisorSpecFromJson(std::string_view text) {
   try {
     const json j = json::parse(text);
     if (IntField<int>(j, "version") != 1) throw std::runtime_error("unknown version");
@@ -1288,7 +1228,8 @@ Result<PreparedRun> PrepareRun(const Job& job, const LaunchOptions& o) {
   s.stderr_path = s.stderr_by_job ? job.stderr_path : default_err;
   s.time_limit_s = js.time_limit_s;
   s.grace_s = o.grace_s;
-  if (Status ok = WriteFileAtomic(job_dir, kSpecFile, SpecToJson(s)); !ok.ok()) return ok.error();
+  if (Status ok = WriteFileAtomic(job_dir, kSpecFile, SupervisorSpecToJson(s)); !ok.ok())
+    return ok.error();
   return PreparedRun{job_dir, s.stdout_path, s.stderr_path};
 }
 

@@ -166,8 +166,8 @@ struct SupervisorSpec {
   std::optional<int64_t> time_limit_s;
   double grace_s = 10;
 };
-std::string SpecToJson(const SupervisorSpec& spec);
-Result<SupervisorSpec> SpecFromJson(std::string_view text);  // Error "malformed".
+std::string SupervisorSpecToJson(const SupervisorSpec& spec);
+Result<SupervisorSpec> SupervisorSpecFromJson(std::string_view text);  // Error "malformed".
 
 struct PreparedRun {
   std::string job_dir;

@@ -185,7 +185,7 @@ TEST(SpecJsonTest, RoundTripsArbitraryBytes) {
   s.stderr_by_job = true;
   s.time_limit_s = 3600;
   s.grace_s = 2.5;
-  Result<SupervisorSpec> back = SpecFromJson(SpecToJson(s));
+  Result<SupervisorSpec> back = SupervisorSpecFromJson(SupervisorSpecToJson(s));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->job_id, 99);
   EXPECT_EQ(back->argv, s.argv);
@@ -203,22 +203,22 @@ TEST(SpecJsonTest, RoundTripsArbitraryBytes) {
 }
 
 TEST(SpecJsonTest, MalformedSpecsAreRejected) {
-  EXPECT_EQ(SpecFromJson("not json").error().code, "malformed");
-  EXPECT_EQ(SpecFromJson("{}").error().code, "malformed");
+  EXPECT_EQ(SupervisorSpecFromJson("not json").error().code, "malformed");
+  EXPECT_EQ(SupervisorSpecFromJson("{}").error().code, "malformed");
   SupervisorSpec s;
   s.argv = {"/bin/true"};
   s.cwd = "/";
   s.stdout_path = "/o";
   s.stderr_path = "/e";
-  std::string text = SpecToJson(s);
-  ASSERT_TRUE(SpecFromJson(text).ok());
+  std::string text = SupervisorSpecToJson(s);
+  ASSERT_TRUE(SupervisorSpecFromJson(text).ok());
   const std::string bad_b64 = std::string(text).replace(text.find("\"cwd_b64\":\"") + 11, 1, "!");
-  EXPECT_FALSE(SpecFromJson(bad_b64).ok());
+  EXPECT_FALSE(SupervisorSpecFromJson(bad_b64).ok());
   s.cwd = "relative";
-  EXPECT_FALSE(SpecFromJson(SpecToJson(s)).ok());
+  EXPECT_FALSE(SupervisorSpecFromJson(SupervisorSpecToJson(s)).ok());
   s.cwd = "/";
   s.argv = {std::string("/bin/a\0b", 8)};
-  EXPECT_FALSE(SpecFromJson(SpecToJson(s)).ok());
+  EXPECT_FALSE(SupervisorSpecFromJson(SupervisorSpecToJson(s)).ok());
 }
 
 // ---------------------------------------------------------------------------
