@@ -22,7 +22,7 @@
 # Environment: GW_BENCH_SUBMITS (1000), GW_BENCH_HELD_SUBMITS (900), GW_BENCH_CHAIN
 # (transitions per run, 10), GW_BENCH_HOLD_S (how long each chain job holds the GPU,
 # 0.3), GW_BENCH_POLL_MS (the daemon's --poll-ms, 20), GW_BENCH_NO_BUILD=1 (use the
-# binaries already in BUILD_DIR).
+# binaries already in BUILD_DIR), GW_BENCH_PARTS (which parts: "submit handover", both).
 # Needs task-spooler: installed with apt-get when missing (root), or set GW_TSP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,8 @@ held_count=${GW_BENCH_HELD_SUBMITS:-$(( count < 900 ? count : 900 ))}
 chain=${GW_BENCH_CHAIN:-10}
 hold_s=${GW_BENCH_HOLD_S:-0.3}
 poll_ms=${GW_BENCH_POLL_MS:-20}
+parts=${GW_BENCH_PARTS:-submit handover}
+want() { [[ " $parts " == *" $1 "* ]]; }
 export LC_ALL=C
 
 if [ -z "${GW_BENCH_NO_BUILD:-}" ]; then
@@ -195,6 +197,7 @@ echo "runs: $runs; submits per run: $count; chain transitions per run: $chain; h
 : >"$work/cpu-held.txt"
 : >"$work/cpu-one.txt"
 for r in $(seq "$runs"); do
+  want submit || break
   # a. Every job runs as it comes: gpuwarden's --gpus 0 jobs at once, tsp's
   #    one at a time in its one slot.
   d=$work/submit-$r
@@ -205,9 +208,8 @@ for r in $(seq "$runs"); do
   "$driver" spawn --count "$count" \
     --name gpuwarden -- "$gw" --socket "$d/s.sock" run --detach --gpus 0 -- /bin/true \
     --name tsp -- "$tsp" /bin/true | sed "s/^/run=$r /" | tee -a "$work/spawn.txt"
-  # Both queues must run every job. (`gpuwarden jobs --all` cannot list a
-  # thousand jobs: the reply is over the 1 MiB line limit; tsp keeps only the
-  # last 1,000 finished jobs.)
+  # Both queues must run every job (counted by the driver's one `jobs` call
+  # per look; tsp keeps only the last 1,000 finished jobs).
   for _ in $(seq 1200); do
     states=$("$driver" states --socket "$d/s.sock")
     tsp_left=$("$tsp" -l | grep -cE ' (queued|running|allocating) ' || true)
@@ -292,6 +294,7 @@ tsp_chain() {
   stop_tsp
 }
 for r in $(seq "$runs"); do
+  want handover || break
   d=$work/chain-$r
   mkdir -p "$d/reg"
   export GPUWARDEN_SIM_PROCESS_DIR=$d/reg
@@ -369,6 +372,7 @@ spawn_summary() {
     awk -v a="$(grep ' name=gpuwarden ' "$1" | field median_ms | median)" \
     -v b="$(grep ' name=tsp ' "$1" | field median_ms | median)" 'BEGIN { printf "%.2f", a / b }')"
 }
+if want submit; then
 spawn_summary "$work/spawn.txt" "jobs run" "$count"
 spawn_summary "$work/spawn-held.txt" "held" "$held_count"
 for f in held run; do
@@ -378,6 +382,8 @@ for f in held run; do
     "$(field wall_ms <<<"$lines" | median)" "$(field median_ms <<<"$lines" | median)" \
     "$(field p99_ms <<<"$lines" | median)" "$(field rate_per_s <<<"$lines" | median)"
 done
+fi
+want handover || exit 0
 echo "hand-over, end → next start, gpuwarden (ms): $(stats "$work/gaps-gw.txt")"
 echo "hand-over, end → next start, tsp -S 1 (ms):  $(stats "$work/gaps-tsp.txt")"
 echo "ratio of medians (gpuwarden / tsp): $(awk -v a="$(median <"$work/gaps-gw.txt")" \
@@ -385,6 +391,6 @@ echo "ratio of medians (gpuwarden / tsp): $(awk -v a="$(median <"$work/gaps-gw.t
 echo "  of which (medians, ms): job's end → supervisor records it $(cut -d' ' -f1 "$work/split-gw.txt" | median);" \
   "→ daemon starts the next $(cut -d' ' -f2 "$work/split-gw.txt" | median);" \
   "→ next job's first timestamp $(cut -d' ' -f3 "$work/split-gw.txt" | median) (ms resolution)"
-echo "daemon CPU while jobs wait (--poll-ms $poll_ms), % of one core: 1 job $(median <"$work/cpu-one.txt"), $count jobs $(median <"$work/cpu-held.txt")"
+echo "daemon CPU while jobs wait (--poll-ms $poll_ms), % of one core: 1 job $(median <"$work/cpu-one.txt")$(want submit && echo ", $count jobs $(median <"$work/cpu-held.txt")")"
 echo "GPU freed by a non-queue process → waiting job starts, gpuwarden (ms): $(stats "$work/freed-gw.txt")"
 echo "$tsp_gpu"

@@ -224,10 +224,15 @@ int Main(int argc, char** argv) {
   gw::cli::QueueArgs queue_args;
   CLI::App* queue_cmd = app.add_subcommand("queue", "Running and waiting jobs, and why each waits");
   queue_cmd->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
-  CLI::App* jobs = app.add_subcommand("jobs", "Jobs, newest first, with how they ended");
+  CLI::App* jobs =
+      app.add_subcommand("jobs", "Jobs, newest first, with how they ended; or named jobs in full");
   jobs->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
   jobs->add_flag("--all", queue_args.all, "Every job, not only the latest 50");
   jobs->add_flag("--mine", queue_args.mine, "Only your jobs");
+  jobs->add_option("jobs", queue_args.ids,
+                   "Show these jobs in full (with their environment and directory, for their "
+                   "owner and root)")
+      ->type_name("JOB...");
   std::map<std::string, CLI::App*> controls;
   for (const char* op : {"cancel", "hold", "release"}) {
     CLI::App* c = app.add_subcommand(

@@ -55,14 +55,14 @@ class Connection {
   // reply becomes an Error with the daemon's code and message.
   Result<json> Call(json request) {
     request["v"] = queue::kProtocolVersion;
-    if (Status s =
-            queue::WriteLine(fd_, request.dump(-1, ' ', false, json::error_handler_t::replace));
-        !s.ok()) {
-      return MakeError("no_daemon", "lost the connection to gpuwardend: " + s.error().message);
-    }
+    Status sent =
+        queue::WriteLine(fd_, request.dump(-1, ' ', false, json::error_handler_t::replace));
+    // A daemon that refuses the connection (`busy`) writes why and closes:
+    // the reply may be waiting even when the request could not be sent.
     auto line = queue::ReadLine(fd_, buffer_);
     if (!line.ok()) {
-      return MakeError("no_daemon", "lost the connection to gpuwardend: " + line.error().message);
+      const std::string why = sent.ok() ? line.error().message : sent.error().message;
+      return MakeError("no_daemon", "lost the connection to gpuwardend: " + why);
     }
     json reply;
     try {
@@ -274,9 +274,78 @@ int RunQueue(const QueueArgs& args) {
   return kExitOk;
 }
 
+namespace {
+
+// `gpuwarden jobs JOB...`: each job in full (its environment and directory
+// too, for its owner and root).
+int ShowJobs(Connection& conn, const QueueArgs& args) {
+  json shown = json::array();
+  int code = kExitOk;
+  for (int64_t id : args.ids) {
+    auto reply = conn.Call({{"op", "job"}, {"job", id}});
+    if (!reply.ok()) {
+      code = ErrorExit(reply.error());
+      continue;
+    }
+    shown.push_back((*reply)["job"]);
+  }
+  if (args.json) {
+    json doc = {{"schema", "gpuwarden.jobs"}, {"schema_version", 1}, {"jobs", shown}};
+    std::puts(DumpJsonForTerminal(doc, true, "gpuwarden.jobs").c_str());
+    return code;
+  }
+  const int64_t now = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
+  auto when = [&](const json& ms) -> std::string {
+    if (!ms.is_number_integer()) return "-";
+    return FormatDuration(static_cast<double>(now - ms.get<int64_t>()) / 1000.0) + " ago";
+  };
+  for (const json& j : shown) {
+    std::vector<std::string> argv;
+    for (const json& a : j["argv"]) {
+      auto b = queue::BytesFromJson(a, "argv");
+      argv.push_back(b.ok() ? *b : "?");
+    }
+    std::string gpus;
+    for (const json& g : j["gpu_indices"]) gpus += (gpus.empty() ? "" : ",") + g.dump();
+    const uint64_t vram = j.value("vram_bytes", uint64_t{0});
+    std::printf("job %lld  %s  %s  %s\n", static_cast<long long>(j.value("id", int64_t{0})),
+                TruncateToWidth(Text(j["name"]), 40).c_str(),
+                SanitizeForTerminal(j.value("user", "?")).c_str(),
+                SanitizeForTerminal(j.value("state", "?")).c_str());
+    std::printf("  command    %s\n", SanitizeForTerminal(JoinCommandLine(argv)).c_str());
+    std::printf("  asks       %u GPU%s, %s each\n", j.value("gpus", 0u),
+                j.value("gpus", 0u) == 1 ? "" : "s",
+                vram ? FormatBytes(vram).c_str() : "any memory");
+    if (!gpus.empty()) std::printf("  on GPUs    %s\n", gpus.c_str());
+    std::printf("  submitted  %s\n", when(j["submit_unix_ms"]).c_str());
+    if (j["start_unix_ms"].is_number_integer())
+      std::printf("  started    %s\n", when(j["start_unix_ms"]).c_str());
+    if (j["end_unix_ms"].is_number_integer()) {
+      std::string how = SanitizeForTerminal(j.value("end_reason", ""));
+      const std::string detail = SanitizeForTerminal(j.value("end_detail", ""));
+      if (!detail.empty()) how += ": " + detail;
+      std::printf("  ended      %s (%s)\n", when(j["end_unix_ms"]).c_str(), how.c_str());
+    }
+    if (j.contains("wait_reason")) {
+      std::printf("  waits      %s\n",
+                  SanitizeForTerminal(j["wait_reason"].value("message", "")).c_str());
+    }
+    if (j["peak_vram_bytes"].is_number_unsigned())
+      std::printf("  peak VRAM  %s\n", FormatBytes(j["peak_vram_bytes"].get<uint64_t>()).c_str());
+    if (j.contains("cwd")) std::printf("  directory  %s\n", Text(j["cwd"]).c_str());
+    if (j.contains("env")) std::printf("  environment %zu variables\n", j["env"].size());
+  }
+  return code;
+}
+
+}  // namespace
+
 int RunJobs(const QueueArgs& args) {
   auto conn = Connection::Open(args.socket);
   if (!conn.ok()) return ErrorExit(conn.error());
+  if (!args.ids.empty()) return ShowJobs(*conn, args);
   json req = {{"op", "jobs"}, {"mine", args.mine}};
   if (!args.all) req["limit"] = args.limit;
   auto reply = conn->Call(req);

@@ -35,12 +35,12 @@ struct QueueArgs {
   bool all = false;            // jobs: every job, not only the recent ones
   bool mine = false;           // jobs: only the caller's
   size_t limit = 50;           // jobs: how many (newest first)
-  std::vector<int64_t> ids;    // cancel / hold / release / logs
+  std::vector<int64_t> ids;    // jobs (shown in full) / cancel / hold / release / logs
   bool stderr_stream = false;  // logs --stderr
   bool follow = false;         // logs -f
 };
 int RunQueue(const QueueArgs& args);                           // `gpuwarden queue`
-int RunJobs(const QueueArgs& args);                            // `gpuwarden jobs [--json]`
+int RunJobs(const QueueArgs& args);                            // `gpuwarden jobs [--json] [JOB...]`
 int RunControl(const QueueArgs& args, const std::string& op);  // cancel / hold / release
 int RunLogs(const QueueArgs& args);
 

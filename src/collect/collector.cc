@@ -79,7 +79,8 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
     std::optional<HostScan> result;
   };
   auto scan_shared = std::make_shared<ScanShared>();
-  if (options.scan_processes) {
+  const bool scan_holders = options.scan_processes && options.scan_device_files;
+  if (scan_holders) {
     proc::DeviceMatch match;
     match.dir = options.device_dir;
     match.prefix = options.device_prefix;
@@ -118,7 +119,10 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
   probe_options.library_path = options.nvml_library;
   probe_options.deadline_ms = options.deadline_ms;
   probe_options.process_samples_since_us = options.process_samples_since_us;
-  Snapshot snapshot = nvml::ProbeNvml(probe_options, clock).snapshot;
+  Snapshot snapshot =
+      options.nvml_session != nullptr
+          ? options.nvml_session->Probe(clock, options.process_samples_since_us).snapshot
+          : nvml::ProbeNvml(probe_options, clock).snapshot;
   if (options.simulated) {
     snapshot.source = SnapshotSource::kSimulated;
     snapshot.source_detail = options.scenario;
@@ -131,7 +135,9 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
 
     // Wait for the holder scan within what is left of the deadline.
     std::optional<HostScan> scan;
-    {
+    if (!scan_holders) {
+      scan.emplace();
+    } else {
       std::unique_lock<std::mutex> lock(scan_shared->mu);
       scan_shared->cv.wait_for(lock, std::chrono::milliseconds(remaining_ms()),
                                [&] { return scan_shared->result.has_value(); });

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/snapshot.h"
+#include "nvml/probe.h"
 
 namespace gw::collect {
 
@@ -32,9 +33,19 @@ struct CollectOptions {
   std::string device_prefix = "nvidia";
   // Attribute processes from /proc (off: NVML facts only).
   bool scan_processes = true;
+  // With scan_processes: also find every process that holds an NVIDIA device
+  // file (the "fuser" view: processes the driver does not list, e.g. in
+  // another PID namespace). The costliest part of a look — every open file of
+  // every process — so a caller that looks often may do it only now and then;
+  // off, only the processes the driver lists are read from /proc.
+  bool scan_device_files = true;
   // Per-process utilisation samples newer than this (CPU µs; 0 = all the
   // driver has buffered).
   uint64_t process_samples_since_us = 0;
+  // When set, NVML is read through this long-lived session (loaded and
+  // initialised once; its own library path and deadline) instead of a fresh
+  // probe: for callers that look often. Must outlive the call.
+  nvml::ProbeSession* nvml_session = nullptr;
 };
 
 Snapshot Collect(const CollectOptions& options, const Clock& clock);

@@ -65,6 +65,7 @@ struct ProbeState {
   std::optional<unsigned> in_flight_gpu;
   std::optional<unsigned> in_flight_other_gpu;
   unsigned gpus_done = 0;  // GPUs [0, gpus_done) are fully read.
+  CollectorOptions options;
 };
 
 constexpr char kLoading[] = "dlopen";
@@ -96,8 +97,7 @@ class PublishingObserver final : public CallObserver {
   const NvmlApi& api_;
 };
 
-void CollectOnWorker(ProbeState* state, const std::string& path, CollectorOptions options,
-                     const NvmlOpener& open) {
+void CollectOnWorker(ProbeState* state, const std::string& path, const NvmlOpener& open) {
   std::unique_lock<std::mutex> lock(state->mu);
   state->in_flight = kLoading;
   lock.unlock();
@@ -115,7 +115,7 @@ void CollectOnWorker(ProbeState* state, const std::string& path, CollectorOption
 
   std::shared_ptr<NvmlApi> api = std::move(library).value();
   PublishingObserver observer(*state, lock, *api);
-  NvmlCollector collector(*api, options, &observer);
+  NvmlCollector collector(*api, state->options, &observer);
   const bool initialised = collector.Initialize(&state->snapshot);
   if (!initialised && !state->snapshot.errors.empty() &&
       state->snapshot.errors.back().code == "library_not_found") {
@@ -133,12 +133,11 @@ void CollectOnWorker(ProbeState* state, const std::string& path, CollectorOption
 
 // The thread's body. Nothing may escape a thread function (std::terminate);
 // a failure becomes the probe's error instead.
-void RunWorker(std::shared_ptr<ProbeState> state, std::string path, CollectorOptions options,
-               NvmlOpener open) {
+void RunWorker(std::shared_ptr<ProbeState> state, std::string path, NvmlOpener open) {
   WorkerFinished finished;
   std::string failure;
   try {
-    CollectOnWorker(state.get(), path, options, open);
+    CollectOnWorker(state.get(), path, open);
     return;
   } catch (const std::exception& e) {
     failure = e.what();
@@ -173,21 +172,23 @@ std::string TimeoutMessage(const ProbeState& state, const std::string& path, int
   return fmt::format("driver not responding: {} within {:.1f} s", what, deadline_ms / 1000.0);
 }
 
+Result<std::shared_ptr<NvmlApi>> OpenLibrary(const std::string& path) {
+  auto library = NvmlLibrary::Open(path);
+  if (!library.ok()) return library.error();
+  return std::shared_ptr<NvmlApi>(std::move(library).value());
+}
+
 }  // namespace
 
 ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock) {
-  return ProbeNvml(options, clock, [](const std::string& path) -> Result<std::shared_ptr<NvmlApi>> {
-    auto library = NvmlLibrary::Open(path);
-    if (!library.ok()) return library.error();
-    return std::shared_ptr<NvmlApi>(std::move(library).value());
-  });
+  return ProbeNvml(options, clock, OpenLibrary);
 }
 
-ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpener open) {
-  const auto started = std::chrono::steady_clock::now();
-  const std::string path =
-      options.library_path.empty() ? std::string(kDefaultLibraryPath) : options.library_path;
+namespace {
 
+// A look's state before any NVML call: the time and where the facts come from.
+std::shared_ptr<ProbeState> NewLook(const std::string& path, const Clock& clock,
+                                    uint64_t process_samples_since_us) {
   auto state = std::make_shared<ProbeState>();
   Snapshot& initial = state->snapshot;
   initial.time_unix_ms = clock.NowUnixMs();
@@ -199,45 +200,243 @@ ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpene
     initial.source = SnapshotSource::kNvml;
     initial.source_detail = path;
   }
+  state->options.process_samples_since_us = process_samples_since_us;
+  return state;
+}
 
-  CollectorOptions collector_options;
-  collector_options.process_samples_since_us = options.process_samples_since_us;
-
+// Waits for the worker to finish the look until `deadline`; past it, the look
+// is abandoned and the caller gets what was read and the call in flight.
+ProbeResult AwaitLook(ProbeState& state, const std::string& path, int64_t deadline_ms,
+                      std::chrono::steady_clock::time_point started) {
   ProbeResult result;
-  WorkerStarting();
-  try {
-    std::thread(RunWorker, state, path, collector_options, std::move(open)).detach();
-  } catch (const std::system_error& e) {
-    { WorkerFinished never_started; }
-    result.snapshot = state->snapshot;
-    result.snapshot.errors.push_back(ProbeError{
-        "probe", "thread_failed", fmt::format("cannot start the NVML probe thread: {}", e.what()),
-        std::nullopt, std::nullopt});
-    return result;
-  }
-
-  const auto deadline =
-      started + std::chrono::milliseconds(options.deadline_ms < 0 ? 0 : options.deadline_ms);
-  std::unique_lock<std::mutex> lock(state->mu);
-  const bool done = state->done_cv.wait_until(lock, deadline, [&] { return state->done; });
+  const auto deadline = started + std::chrono::milliseconds(deadline_ms < 0 ? 0 : deadline_ms);
+  std::unique_lock<std::mutex> lock(state.mu);
+  const bool done = state.done_cv.wait_until(lock, deadline, [&] { return state.done; });
   if (done) {
     // The worker no longer touches the snapshot once done.
-    result.snapshot = std::move(state->snapshot);
+    result.snapshot = std::move(state.snapshot);
   } else {
-    state->abandoned = true;
-    result.snapshot = state->snapshot;
+    state.abandoned = true;
+    result.snapshot = state.snapshot;
     Snapshot& snapshot = result.snapshot;
     snapshot.timed_out = true;
-    ProbeError timeout{"nvml", "timeout", TimeoutMessage(*state, path, options.deadline_ms),
-                       state->in_flight_gpu, std::nullopt};
+    ProbeError timeout{"nvml", "timeout", TimeoutMessage(state, path, deadline_ms),
+                       state.in_flight_gpu, std::nullopt};
     for (Gpu& gpu : snapshot.gpus) {
-      if (gpu.index >= state->gpus_done && !gpu.unreachable) gpu.unreachable = timeout;
+      if (gpu.index >= state.gpus_done && !gpu.unreachable) gpu.unreachable = timeout;
     }
     snapshot.errors.push_back(std::move(timeout));
   }
   lock.unlock();
   result.snapshot.probe_duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+std::string LibraryPath(const ProbeOptions& options) {
+  return options.library_path.empty() ? std::string(kDefaultLibraryPath) : options.library_path;
+}
+
+}  // namespace
+
+ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpener open) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string path = LibraryPath(options);
+  std::shared_ptr<ProbeState> state = NewLook(path, clock, options.process_samples_since_us);
+
+  WorkerStarting();
+  try {
+    std::thread(RunWorker, state, path, std::move(open)).detach();
+  } catch (const std::system_error& e) {
+    { WorkerFinished never_started; }
+    ProbeResult result;
+    result.snapshot = state->snapshot;
+    result.snapshot.errors.push_back(ProbeError{
+        "probe", "thread_failed", fmt::format("cannot start the NVML probe thread: {}", e.what()),
+        std::nullopt, std::nullopt});
+    return result;
+  }
+  return AwaitLook(*state, path, options.deadline_ms, started);
+}
+
+// --- ProbeSession ------------------------------------------------------------
+
+struct ProbeSession::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::shared_ptr<ProbeState> request;  // Posted, not yet taken by the worker.
+  std::shared_ptr<ProbeState> current;  // Being served.
+  bool stop = false;
+  bool exited = false;
+  std::string path;
+  NvmlOpener open;
+};
+
+namespace {
+
+// Answers that mean the NVML the session holds no longer matches the driver:
+// initialise again before the next look.
+bool DriverChanged(const Snapshot& s) {
+  for (const ProbeError& e : s.errors) {
+    if (!e.nvml_return) continue;
+    const int r = *e.nvml_return;
+    if (r == NVML_ERROR_UNINITIALIZED || r == NVML_ERROR_DRIVER_NOT_LOADED ||
+        r == NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// One look on the session's worker, with the library and NVML kept between
+// looks in `api` and `initialised`.
+void ServeLook(ProbeState& state, ProbeSession::Shared& shared, std::shared_ptr<NvmlApi>& api,
+               bool& initialised) {
+  std::unique_lock<std::mutex> lock(state.mu);
+  if (!api) {
+    state.in_flight = kLoading;
+    lock.unlock();
+    auto library = shared.open(shared.path);
+    lock.lock();
+    state.in_flight = nullptr;
+    if (!library.ok()) {
+      state.snapshot.errors.push_back(ProbeError{
+          "nvml", library.error().code, library.error().message, std::nullopt, std::nullopt});
+      state.done = true;
+      state.done_cv.notify_all();
+      return;
+    }
+    api = std::move(library).value();
+  }
+  if (state.abandoned) return;
+  PublishingObserver observer(state, lock, *api);
+  NvmlCollector collector(*api, state.options, &observer);
+  bool failed_init = false;
+  if (!initialised) {
+    initialised = collector.Initialize(&state.snapshot);
+    failed_init = !initialised;
+    if (failed_init && !state.snapshot.errors.empty() &&
+        state.snapshot.errors.back().code == "library_not_found") {
+      state.snapshot.errors.back().message.insert(0, shared.path + ": ");
+    }
+  }
+  if (initialised) collector.Collect(&state.snapshot);
+  const bool reinit = initialised && DriverChanged(state.snapshot);
+  state.done = true;
+  state.done_cv.notify_all();
+  lock.unlock();
+  if (reinit) {
+    collector.Shutdown();
+    initialised = false;
+  }
+  // A library that loads but cannot initialise (no driver yet) is loaded
+  // again next time: the driver may come with another one.
+  if (failed_init) api.reset();
+}
+
+void SessionWorker(std::shared_ptr<ProbeSession::Shared> shared) {
+  std::shared_ptr<NvmlApi> api;
+  bool initialised = false;
+  for (;;) {
+    std::shared_ptr<ProbeState> state;
+    {
+      std::unique_lock<std::mutex> lock(shared->mu);
+      shared->cv.wait(lock, [&] { return shared->stop || shared->request != nullptr; });
+      if (shared->stop) break;
+      state = std::move(shared->request);
+      shared->request.reset();
+      shared->current = state;
+    }
+    {
+      // Counted by Probe() when it posted the look.
+      WorkerFinished finished;
+      try {
+        ServeLook(*state, *shared, api, initialised);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        state->in_flight = nullptr;
+        state->snapshot.errors.push_back(
+            ProbeError{"probe", "internal", fmt::format("the NVML probe failed: {}", e.what()),
+                       std::nullopt, std::nullopt});
+        state->done = true;
+        state->done_cv.notify_all();
+      }
+    }
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->current.reset();
+    shared->cv.notify_all();
+  }
+  if (initialised && api) api->Shutdown();
+  std::lock_guard<std::mutex> lock(shared->mu);
+  shared->exited = true;
+  shared->cv.notify_all();
+}
+
+}  // namespace
+
+ProbeSession::ProbeSession(ProbeOptions options) : ProbeSession(std::move(options), OpenLibrary) {}
+
+ProbeSession::ProbeSession(ProbeOptions options, NvmlOpener open)
+    : options_(std::move(options)), shared_(std::make_shared<Shared>()) {
+  shared_->path = LibraryPath(options_);
+  shared_->open = std::move(open);
+  // Detached: the worker owns what it touches through shared_, and one stuck
+  // in the driver must not hold up the destructor.
+  std::thread(SessionWorker, shared_).detach();
+}
+
+ProbeSession::~ProbeSession() {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->stop = true;
+  shared_->cv.notify_all();
+  // Let an idle worker shut NVML down; a stuck one ends on its own.
+  shared_->cv.wait_for(lock, std::chrono::milliseconds(options_.deadline_ms),
+                       [&] { return shared_->exited; });
+}
+
+ProbeResult ProbeSession::Probe(const Clock& clock, uint64_t process_samples_since_us) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline =
+      started + std::chrono::milliseconds(options_.deadline_ms < 0 ? 0 : options_.deadline_ms);
+  std::shared_ptr<ProbeState> state = NewLook(
+      shared_->path, clock,
+      process_samples_since_us != 0 ? process_samples_since_us : options_.process_samples_since_us);
+  {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    // One look at a time: wait for one still in the driver.
+    const bool free = shared_->cv.wait_until(
+        lock, deadline, [&] { return shared_->current == nullptr && shared_->request == nullptr; });
+    if (!free) {
+      std::shared_ptr<ProbeState> stuck = shared_->current;
+      lock.unlock();
+      ProbeResult result;
+      result.snapshot = state->snapshot;
+      result.snapshot.timed_out = true;
+      std::string message = "driver not responding";
+      std::optional<unsigned> gpu;
+      if (stuck) {
+        std::lock_guard<std::mutex> stuck_lock(stuck->mu);
+        message = TimeoutMessage(*stuck, shared_->path, options_.deadline_ms) +
+                  " (and is still in the driver)";
+        gpu = stuck->in_flight_gpu;
+      }
+      result.snapshot.errors.push_back(ProbeError{"nvml", "timeout", message, gpu, std::nullopt});
+      result.snapshot.probe_duration_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+      return result;
+    }
+    WorkerStarting();
+    shared_->request = state;
+  }
+  shared_->cv.notify_all();
+  ProbeResult result = AwaitLook(*state, shared_->path, options_.deadline_ms, started);
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->request == state) {
+    // Never taken (the worker was slow to wake): withdraw it.
+    shared_->request.reset();
+    WorkerFinished withdrawn;
+  }
   return result;
 }
 

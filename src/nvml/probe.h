@@ -61,6 +61,41 @@ using NvmlOpener = std::function<Result<std::shared_ptr<NvmlApi>>(const std::str
 // ProbeNvml with another opener; everything else as above.
 ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpener open);
 
+// ProbeSession: looks at the GPUs again and again with NVML loaded and
+// initialised once, for callers that look often (gpuwardend every --poll-ms,
+// `gpuwarden watch` every second). nvmlInit costs from milliseconds to
+// seconds (a driver without persistence mode sets every GPU up), and a fresh
+// ProbeNvml per look would pay it every time.
+//
+// Each Probe() keeps ProbeNvml's contract: it returns by its deadline with
+// what was read, timed_out and the call in flight. One worker thread serves
+// the looks in turn; a look that finds it still stuck in the driver from an
+// earlier look waits for it until its own deadline, then reports that call.
+// When a look says the driver changed under the session (NVML uninitialised,
+// driver unloaded, library/driver version mismatch) or loading or nvmlInit
+// failed, the next look loads and initialises again. The worker counts in
+// ProbeWorkersRunning() only while it serves a look. The destructor shuts
+// NVML down unless the worker is stuck, in which case the worker is left to
+// end on its own (as ProbeNvml leaves a stuck worker).
+class ProbeSession {
+ public:
+  explicit ProbeSession(ProbeOptions options);
+  ProbeSession(ProbeOptions options, NvmlOpener open);
+  ~ProbeSession();
+  ProbeSession(const ProbeSession&) = delete;
+  ProbeSession& operator=(const ProbeSession&) = delete;
+
+  // One look; `process_samples_since_us` as ProbeOptions' (the session's
+  // option is the default when 0 is passed).
+  ProbeResult Probe(const Clock& clock, uint64_t process_samples_since_us = 0);
+
+  struct Shared;  // With the worker thread.
+
+ private:
+  ProbeOptions options_;
+  std::shared_ptr<Shared> shared_;
+};
+
 // Probe workers still running: stuck in the driver after a timeout, or about
 // to finish.
 int ProbeWorkersRunning();

@@ -184,5 +184,94 @@ TEST_F(ProbeTest, LibraryThatIsNotNvml) {
   EXPECT_FALSE(result.snapshot.system.gpu_count.has_value());
 }
 
+// --- ProbeSession --------------------------------------------------------------
+
+TEST_F(ProbeTest, SessionInitialisesOnceAndShutsDownAtTheEnd) {
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(2);
+  fake->gpus[1].compute = {{4242, 1ULL << 30}};
+  ProbeOptions options;
+  options.deadline_ms = 30000;
+  {
+    ProbeSession session(options, OpenerFor(fake));
+    for (int look = 0; look < 3; ++look) {
+      // What the driver says changes between looks, and each look sees it.
+      fake->gpus[1].compute[0].used = (look + 1) * (1ULL << 30);
+      const Snapshot s = session.Probe(clock_).snapshot;
+      EXPECT_FALSE(s.timed_out) << look;
+      EXPECT_TRUE(s.errors.empty()) << look;
+      ASSERT_EQ(s.gpus.size(), 2u);
+      ASSERT_EQ(s.gpus[1].processes.size(), 1u);
+      EXPECT_EQ(s.gpus[1].processes[0].used_memory_bytes, (look + 1) * (1ULL << 30));
+      EXPECT_EQ(fake->init_calls, 1) << look;
+      EXPECT_EQ(fake->shutdown_calls, 0) << look;
+    }
+    // Between looks nothing is inside the driver.
+    EXPECT_TRUE(WaitForProbeWorkers(30000));
+    EXPECT_EQ(ProbeWorkersRunning(), 0);
+  }
+  EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+TEST_F(ProbeTest, SessionReportsALookStillInTheDriverAndRecovers) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(2);
+  fake->gpus[1].before_memory = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 300;
+  ProbeSession session(options, OpenerFor(fake));
+  Snapshot s = session.Probe(clock_).snapshot;
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_FALSE(s.errors.empty());
+  EXPECT_EQ(s.errors.back().code, "timeout");
+  EXPECT_EQ(s.errors.back().message,
+            "driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 1 did not return within "
+            "0.3 s");
+  EXPECT_EQ(s.gpus.size(), 2u);  // What was read first is kept.
+
+  // The next look finds the worker still stuck, waits its own deadline and
+  // says which call holds it.
+  s = session.Probe(clock_).snapshot;
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].code, "timeout");
+  EXPECT_NE(s.errors[0].message.find("nvmlDeviceGetMemoryInfo_v2 on GPU 1"), std::string::npos)
+      << s.errors[0].message;
+  EXPECT_NE(s.errors[0].message.find("still in the driver"), std::string::npos);
+  EXPECT_LT(s.probe_duration_ms, 5000.0);
+  EXPECT_EQ(ProbeWorkersRunning(), 1);
+
+  // The driver comes back: the next look is whole, with NVML initialised once.
+  gate->Open();  // The gate stays open: later looks pass it at once.
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  s = session.Probe(clock_).snapshot;
+  EXPECT_FALSE(s.timed_out);
+  EXPECT_TRUE(s.errors.empty());
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_TRUE(s.gpus[1].memory.total_bytes.has_value());
+  EXPECT_EQ(fake->init_calls, 1);
+}
+
+TEST_F(ProbeTest, SessionInitialisesAgainWhenTheDriverChanged) {
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(1);
+  ProbeOptions options;
+  options.deadline_ms = 30000;
+  ProbeSession session(options, OpenerFor(fake));
+  EXPECT_TRUE(session.Probe(clock_).snapshot.errors.empty());
+  // The driver was reloaded: the session's NVML answers "uninitialised".
+  fake->gpus[0].handle_result = NVML_ERROR_UNINITIALIZED;
+  Snapshot s = session.Probe(clock_).snapshot;
+  ASSERT_FALSE(s.errors.empty());
+  EXPECT_EQ(s.errors[0].nvml_return, NVML_ERROR_UNINITIALIZED);
+  fake->gpus[0].handle_result = NVML_SUCCESS;
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  EXPECT_EQ(fake->shutdown_calls, 1);
+  s = session.Probe(clock_).snapshot;
+  EXPECT_TRUE(s.errors.empty());
+  EXPECT_EQ(fake->init_calls, 2);
+}
+
 }  // namespace
 }  // namespace gw::nvml

@@ -44,8 +44,16 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxClientOutput = 8 << 20;  // A client that reads nothing is dropped.
-constexpr size_t kMaxClients = 1000;
+// Connections: the system socket is open to every local user, so no user may
+// take every slot (root is not counted against a user's share), a request
+// must arrive whole within a few seconds of its first byte, and a client that
+// stops reading its reply is dropped. A client's next request is read only
+// once its last reply is sent, so a client holds at most one reply
+// (<= kMaxReplyBytes) in the daemon's memory.
+constexpr size_t kMaxClients = 1024;
+constexpr size_t kMaxClientsPerUser = 64;
+constexpr int64_t kPartialRequestTimeoutMs = 10'000;
+constexpr int64_t kStalledReaderTimeoutMs = 30'000;
 constexpr size_t kLogChunk = 256 << 10;
 constexpr size_t kHistory = 8;  // Snapshots kept for idle judgements.
 
@@ -61,10 +69,15 @@ int MinuteOfDay(int64_t unix_ms) {
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
 // Takes snapshots on its own thread: a wedged driver blocks this thread (up
-// to the probe's deadline), never the event loop.
+// to the probe's deadline), never the event loop. A light snapshot skips the
+// device-file holder scan (every open file of every process): the queue's
+// decisions need only the driver's view, and light looks are what make a
+// short poll interval affordable.
 class Snapshotter {
  public:
-  explicit Snapshotter(collect::CollectOptions options) : options_(std::move(options)) {
+  explicit Snapshotter(collect::CollectOptions options)
+      : options_(std::move(options)), nvml_(NvmlOptions(options_)) {
+    options_.nvml_session = &nvml_;
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { Loop(); });
   }
@@ -78,19 +91,24 @@ class Snapshotter {
     close(wake_fd_);
   }
   int fd() const { return wake_fd_; }
-  void Request() {
+  void Request(bool full) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       requested_ = true;
+      full_ |= full;
     }
     cv_.notify_all();
   }
-  std::optional<Snapshot> Take() {
+  struct Look {
+    Snapshot snapshot;
+    bool full = false;  // With the device-file holder scan.
+  };
+  std::optional<Look> Take() {
     uint64_t n;
     while (read(wake_fd_, &n, sizeof n) > 0) {
     }
     std::lock_guard<std::mutex> lock(mu_);
-    std::optional<Snapshot> out = std::move(ready_);
+    std::optional<Look> out = std::move(ready_);
     ready_.reset();
     return out;
   }
@@ -109,11 +127,13 @@ class Snapshotter {
         if (stop_) return;
         requested_ = false;
         running_ = true;
+        options_.scan_device_files = full_;
+        full_ = false;
       }
-      Snapshot s = collect::Collect(options_, clock);
+      Look look{collect::Collect(options_, clock), options_.scan_device_files};
       {
         std::lock_guard<std::mutex> lock(mu_);
-        ready_ = std::move(s);
+        ready_ = std::move(look);
         running_ = false;
       }
       const uint64_t one = 1;
@@ -121,14 +141,24 @@ class Snapshotter {
     }
   }
 
+  static nvml::ProbeOptions NvmlOptions(const collect::CollectOptions& o) {
+    nvml::ProbeOptions p;
+    p.library_path = o.nvml_library;
+    p.deadline_ms = o.deadline_ms;
+    return p;
+  }
+
   collect::CollectOptions options_;
+  // NVML stays loaded and initialised between looks (a look every --poll-ms).
+  nvml::ProbeSession nvml_;
   int wake_fd_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   bool requested_ = false;
+  bool full_ = false;
   bool running_ = false;
-  std::optional<Snapshot> ready_;
+  std::optional<Look> ready_;
   std::thread thread_;
 };
 
@@ -141,6 +171,8 @@ struct Client {
   std::string in;
   std::string out;
   bool closing = false;
+  int64_t in_since_ms = 0;   // Monotonic: when `in` got its first unanswered byte.
+  int64_t out_since_ms = 0;  // Monotonic: when the reply in `out` last made progress.
 };
 
 // A running job the loop watches: its supervisor's pidfd.
@@ -186,7 +218,7 @@ class DaemonImpl final : public Daemon {
     signal(SIGPIPE, SIG_IGN);
     signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     Recover();
-    snapshots_.Request();
+    snapshots_.Request(/*full=*/true);
     return Status::Ok();
   }
 
@@ -203,8 +235,8 @@ class DaemonImpl final : public Daemon {
       }
       std::vector<int> client_fds;
       for (auto& [fd, c] : clients_) {
-        short events = POLLIN;
-        if (!c.out.empty()) events |= POLLOUT;
+        // Backpressure: a client with a reply still to send is not read.
+        const short events = c.out.empty() ? POLLIN : POLLOUT;
         fds.push_back({fd, events, 0});
         client_fds.push_back(fd);
       }
@@ -214,7 +246,7 @@ class DaemonImpl final : public Daemon {
       if (n < 0 && errno != EINTR) break;
       if (fds[1].revents & POLLIN) HandleSignals();
       if (fds[2].revents & POLLIN) {
-        if (std::optional<Snapshot> s = snapshots_.Take()) OnSnapshot(std::move(*s));
+        if (auto look = snapshots_.Take()) OnSnapshot(std::move(look->snapshot), look->full);
       }
       size_t i = 3;
       for (JobId id : watched_ids) {
@@ -224,14 +256,21 @@ class DaemonImpl final : public Daemon {
         const short re = fds[i++].revents;
         auto it = clients_.find(fd);
         if (it == clients_.end()) continue;
+        if (re & POLLOUT) {
+          FlushClient(it->second);
+          HandleRequests(it->second);
+        }
         if (re & (POLLIN | POLLHUP | POLLERR)) ReadClient(it->second);
-        if (clients_.count(fd) != 0 && (re & POLLOUT)) FlushClient(it->second);
       }
       if (fds[0].revents & POLLIN) Accept();
+      ExpireClients();
       DropClosedClients();
-      if (RealClock().MonotonicMs() >= next_poll_ms_ && !snapshots_.busy()) {
-        snapshots_.Request();
-        next_poll_ms_ = RealClock().MonotonicMs() + PollInterval();
+      if (const int64_t now_ms = RealClock().MonotonicMs();
+          now_ms >= next_poll_ms_ && !snapshots_.busy()) {
+        const bool full = now_ms >= next_full_poll_ms_;
+        snapshots_.Request(full);
+        next_poll_ms_ = now_ms + PollInterval();
+        if (full) next_full_poll_ms_ = now_ms + o_.poll_idle_ms;
       }
       if (schedule_needed_ && latest_) Schedule();
     }
@@ -280,8 +319,15 @@ class DaemonImpl final : public Daemon {
       if (fd < 0) return;
       ucred cred{};
       socklen_t len = sizeof cred;
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-          clients_.size() >= kMaxClients) {
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        close(fd);
+        continue;
+      }
+      if (std::optional<std::string> full = Full(cred.uid)) {
+        // Told, not just dropped: the client can say why. The socket's
+        // buffer is empty, so this short write does not block.
+        const std::string reply = ErrorReply("busy", *full).dump() + "\n";
+        (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
         continue;
       }
@@ -303,18 +349,49 @@ class DaemonImpl final : public Daemon {
     }
   }
 
+  // Why a new connection from `uid` cannot be served now, if it cannot.
+  std::optional<std::string> Full(uid_t uid) const {
+    if (clients_.size() >= kMaxClients) {
+      return fmt::format("gpuwardend is busy: {} connections open; try again", clients_.size());
+    }
+    if (uid == 0) return std::nullopt;
+    size_t mine = 0;
+    for (const auto& [fd, c] : clients_) mine += c.uid == uid ? 1 : 0;
+    if (mine < kMaxClientsPerUser) return std::nullopt;
+    return fmt::format(
+        "gpuwardend is busy: {} already has {} connections open (the most one user "
+        "may); close some and try again",
+        proc::UserNameOrUid(uid), mine);
+  }
+
+  // Drops a client whose request has been incomplete, or whose reply has not
+  // moved, for too long: a slot held by a silent client is a slot nobody else
+  // can use.
+  void ExpireClients() {
+    const int64_t now = RealClock().MonotonicMs();
+    for (auto& [fd, c] : clients_) {
+      if (c.closing) continue;
+      if (!c.out.empty() && now - c.out_since_ms > kStalledReaderTimeoutMs) {
+        c.out.clear();
+        c.closing = true;
+      } else if (c.out.empty() && !c.in.empty() && now - c.in_since_ms > kPartialRequestTimeoutMs) {
+        Send(c, ErrorReply("timeout", fmt::format("the request did not end (\\n) within {} s",
+                                                  kPartialRequestTimeoutMs / 1000)));
+        c.in.clear();
+        c.closing = true;
+      }
+    }
+  }
+
+  // Reads what the client sent (at most one request's worth beyond what is
+  // buffered) and answers the complete requests.
   void ReadClient(Client& c) {
     char buf[65536];
-    for (;;) {
+    while (!c.closing && c.in.size() <= kMaxMessageBytes) {
       const ssize_t n = read(c.fd, buf, sizeof buf);
       if (n > 0) {
+        if (c.in.empty()) c.in_since_ms = RealClock().MonotonicMs();
         c.in.append(buf, static_cast<size_t>(n));
-        if (c.in.size() > kMaxMessageBytes + 1 && c.in.find('\n') == std::string::npos) {
-          Send(c, ErrorReply("too_long", "message longer than 1 MiB"));
-          c.in.clear();
-          c.closing = true;
-          return;
-        }
         continue;
       }
       if (n == 0) c.closing = true;
@@ -322,23 +399,42 @@ class DaemonImpl final : public Daemon {
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) c.closing = true;
       break;
     }
-    size_t nl;
-    while (!c.closing && (nl = c.in.find('\n')) != std::string::npos) {
+    HandleRequests(c);
+  }
+
+  // Answers buffered requests one at a time: the next only once the last
+  // reply is sent. A request without its newline within 1 MiB is refused.
+  void HandleRequests(Client& c) {
+    while (!c.closing && c.out.empty()) {
+      const size_t nl = c.in.find('\n');
+      if (nl == std::string::npos) {
+        if (c.in.size() > kMaxMessageBytes) {
+          Send(c, ErrorReply("too_long", "message longer than 1 MiB"));
+          c.in.clear();
+          c.closing = true;
+        }
+        break;
+      }
       std::string line = c.in.substr(0, nl);
       c.in.erase(0, nl + 1);
+      c.in_since_ms = RealClock().MonotonicMs();
       Handle(c, line);
+      FlushClient(c);
     }
-    if (c.closing && c.out.empty()) return;
-    FlushClient(c);
   }
 
   void Send(Client& c, const json& reply) {
-    c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace);
-    c.out += '\n';
-    if (c.out.size() > kMaxClientOutput) {
-      c.out.clear();
-      c.closing = true;
+    std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() >= kMaxReplyBytes) {
+      text = ErrorReply("too_long",
+                        fmt::format("the reply would be {}, over the protocol's {}; ask for fewer "
+                                    "jobs (\"limit\")",
+                                    FormatBytes(text.size()), FormatBytes(kMaxReplyBytes)))
+                 .dump();
     }
+    if (c.out.empty()) c.out_since_ms = RealClock().MonotonicMs();
+    c.out += text;
+    c.out += '\n';
   }
 
   void FlushClient(Client& c) {
@@ -346,6 +442,7 @@ class DaemonImpl final : public Daemon {
       const ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
       if (n > 0) {
         c.out.erase(0, static_cast<size_t>(n));
+        c.out_since_ms = RealClock().MonotonicMs();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -504,7 +601,7 @@ class DaemonImpl final : public Daemon {
     for (const Job& j : *jobs) {
       auto live = active_.find(j.id);
       const Job& shown = live != active_.end() ? live->second : j;
-      list.push_back(JobToJson(shown, c.uid == 0 || c.uid == shown.owner.uid));
+      list.push_back(JobToJson(shown, /*with_private=*/false));
     }
     json r = OkReply();
     r["jobs"] = std::move(list);
@@ -564,7 +661,7 @@ class DaemonImpl final : public Daemon {
       return ka != kb ? ka < kb : a->id < b->id;
     });
     for (const Job* job : shown) {
-      json j = JobToJson(*job, c.uid == 0 || c.uid == job->owner.uid);
+      json j = JobToJson(*job, /*with_private=*/false);
       AddWaitInfo(j, job->id);
       list.push_back(std::move(j));
     }
@@ -712,6 +809,7 @@ class DaemonImpl final : public Daemon {
   // asked before a restart); `stop_reason` covers a supervisor that died
   // without a record.
   void Finish(Job& job, const std::string& stop_reason) {
+    job_pids_stale_ = true;
     std::optional<ExitRecord> rec = ReadExitRecord(DirOf(job), nullptr);
     std::string why = stop_reason;
     if (rec && rec->reason.rfind("stopped:", 0) == 0) why = rec->reason.substr(8);
@@ -730,7 +828,7 @@ class DaemonImpl final : public Daemon {
       job.end_detail = "stopped for a higher-priority job; back in the queue";
       (void)store_->Update(job);
       schedule_needed_ = true;
-      snapshots_.Request();
+      snapshots_.Request(/*full=*/false);
       return;
     }
     job.end_unix_ms = rec && rec->end_unix_ms > 0 ? rec->end_unix_ms : NowMs();
@@ -775,7 +873,7 @@ class DaemonImpl final : public Daemon {
     (void)store_->Update(job);
     active_.erase(job.id);
     schedule_needed_ = true;
-    snapshots_.Request();  // Its memory is free now: look at once.
+    snapshots_.Request(/*full=*/false);  // Its memory is free now: look at once.
   }
 
   void Recover() {
@@ -870,14 +968,66 @@ class DaemonImpl final : public Daemon {
     }
   }
 
-  void OnSnapshot(Snapshot s) {
+  // A look at the GPUs. Light looks come every --poll-ms while jobs wait and
+  // answer one question: did anything a placement reads change? Full looks
+  // (once a second) also feed the diagnosis, find the queue's own processes
+  // (a scan of every /proc entry) and run the VRAM guard.
+  void OnSnapshot(Snapshot s, bool full) {
     LearnJobPids();
-    history_.push_back(s);
-    if (history_.size() > kHistory) history_.erase(history_.begin());
+    const uint64_t fingerprint = DecisionFingerprint(s);
+    if (full || fingerprint != fingerprint_) schedule_needed_ = true;
+    fingerprint_ = fingerprint;
+    if (full) {
+      history_.push_back(s);
+      if (history_.size() > kHistory) history_.erase(history_.begin());
+      Judge();
+    }
     latest_ = std::move(s);
-    job_pids_ = JobProcesses();
-    GuardVram();
-    schedule_needed_ = true;
+    if (full || job_pids_stale_) {
+      job_pids_ = JobProcesses();
+      job_pids_stale_ = false;
+      GuardVram();
+    }
+  }
+
+  // What placement reads from a snapshot, hashed: free memory, utilisation,
+  // reachability and the processes on each GPU. A collision can only delay a
+  // pass to the next full look.
+  static uint64_t DecisionFingerprint(const Snapshot& s) {
+    uint64_t h = 1469598103934665603ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    for (const Gpu& g : s.gpus) {
+      mix(g.index);
+      mix(g.memory.free_bytes.value_or(~0ULL));
+      mix(g.utilization_gpu_pct.value_or(~0U));
+      mix(g.unreachable ? 1 : 0);
+      for (const GpuProcess& p : g.processes) {
+        mix(static_cast<uint64_t>(p.pid));
+        mix(p.used_memory_bytes.value_or(~0ULL));
+      }
+    }
+    return h;
+  }
+
+  // Idle holders and hardware problems, from the diagnosis of the recent
+  // full looks.
+  void Judge() {
+    idle_pids_.clear();
+    unhealthy_.clear();
+    diagnose::DiagnoseOptions dopt;
+    diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
+    for (const diagnose::Finding& f : d.findings) {
+      if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
+      const bool hardware = f.category != diagnose::Category::kShortage &&
+                            f.category != diagnose::Category::kContention &&
+                            f.category != diagnose::Category::kHolder &&
+                            f.category != diagnose::Category::kConfiguration &&
+                            f.category != diagnose::Category::kApplication;
+      if (hardware &&
+          diagnose::VerdictRank(f.implies) >= diagnose::VerdictRank(diagnose::Verdict::kDegraded)) {
+        for (unsigned g : f.gpus) unhealthy_.emplace(g, f.code + ": " + f.message);
+      }
+    }
   }
 
   void GuardVram() {
@@ -928,23 +1078,6 @@ class DaemonImpl final : public Daemon {
     std::vector<GpuState> out;
     std::set<pid_t> queue_pids;
     for (const auto& [id, pids] : job_pids_) queue_pids.insert(pids.begin(), pids.end());
-    // Idle holders and hardware problems, from the diagnosis of recent snapshots.
-    diagnose::DiagnoseOptions dopt;
-    diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
-    std::set<pid_t> idle;
-    std::map<unsigned, std::string> unhealthy;
-    for (const diagnose::Finding& f : d.findings) {
-      if (f.code == "IDLE_HOLDER") idle.insert(f.pids.begin(), f.pids.end());
-      const bool hardware = f.category != diagnose::Category::kShortage &&
-                            f.category != diagnose::Category::kContention &&
-                            f.category != diagnose::Category::kHolder &&
-                            f.category != diagnose::Category::kConfiguration &&
-                            f.category != diagnose::Category::kApplication;
-      if (hardware &&
-          diagnose::VerdictRank(f.implies) >= diagnose::VerdictRank(diagnose::Verdict::kDegraded)) {
-        for (unsigned g : f.gpus) unhealthy.emplace(g, f.code + ": " + f.message);
-      }
-    }
     for (const Gpu& g : latest_->gpus) {
       GpuState st;
       st.index = g.index;
@@ -955,7 +1088,7 @@ class DaemonImpl final : public Daemon {
       if (g.unreachable) {
         st.healthy = false;
         st.unhealthy_reason = g.unreachable->message;
-      } else if (auto u = unhealthy.find(g.index); u != unhealthy.end()) {
+      } else if (auto u = unhealthy_.find(g.index); u != unhealthy_.end()) {
         st.healthy = false;
         st.unhealthy_reason = u->second;
       }
@@ -969,7 +1102,7 @@ class DaemonImpl final : public Daemon {
         if (host != latest_->processes.end()) {
           h.user = host->second.user.value_or("?");
           h.command = JoinCommandLine(host->second.cmdline);
-          if (idle.count(p.pid)) h.idle_s = host->second.age_s;
+          if (idle_pids_.count(p.pid)) h.idle_s = host->second.age_s;
         }
         st.holders.push_back(std::move(h));
       }
@@ -1092,6 +1225,7 @@ class DaemonImpl final : public Daemon {
     job.state = JobState::kRunning;
     (void)store_->Update(job);
     Watch(job, /*child=*/true);
+    job_pids_stale_ = true;
   }
 
   void HandleSignals() {
@@ -1113,12 +1247,17 @@ class DaemonImpl final : public Daemon {
   bool stop_ = false;
   bool schedule_needed_ = false;
   int64_t next_poll_ms_ = 0;
+  int64_t next_full_poll_ms_ = 0;  // Light looks in between (see Snapshotter).
   std::map<int, Client> clients_;
   std::map<JobId, Job> active_;
   std::map<JobId, Watched> watched_;
   std::optional<Snapshot> latest_;
   std::vector<Snapshot> history_;
   std::map<JobId, std::vector<pid_t>> job_pids_;
+  bool job_pids_stale_ = false;  // A job started or ended since job_pids_ was read.
+  uint64_t fingerprint_ = 0;     // DecisionFingerprint of latest_.
+  std::set<pid_t> idle_pids_;    // From Judge().
+  std::map<unsigned, std::string> unhealthy_;
   Decisions last_;
   std::unordered_map<JobId, size_t> position_;  // Queue position - 1, from last_.order.
 };

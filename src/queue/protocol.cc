@@ -283,15 +283,21 @@ json ErrorReply(std::string_view code, std::string_view message) {
               {"error", {{"code", std::string(code)}, {"message", ToValidUtf8(message)}}}};
 }
 
-Result<std::string> ReadLine(int fd, std::string& buffer) {
+Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes) {
+  // Only the bytes read since the last look are searched: a long reply
+  // arrives in many chunks.
+  size_t searched = 0;
   for (;;) {
-    const size_t nl = buffer.find('\n');
+    const size_t nl = buffer.find('\n', searched);
     if (nl != std::string::npos) {
       std::string line = buffer.substr(0, nl);
       buffer.erase(0, nl + 1);
       return line;
     }
-    if (buffer.size() > kMaxMessageBytes) return MakeError("too_long", "message too long");
+    searched = buffer.size();
+    if (buffer.size() > max_bytes) {
+      return MakeError("too_long", "message longer than " + std::to_string(max_bytes) + " bytes");
+    }
     char chunk[65536];
     const ssize_t n = read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;

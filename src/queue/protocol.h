@@ -27,7 +27,11 @@
 namespace gw::queue {
 
 inline constexpr int kProtocolVersion = 1;
+// A request is at most 1 MiB. A reply may be longer (the list of a long
+// queue), up to kMaxReplyBytes; the daemon answers `too_long` rather than
+// send more.
 inline constexpr size_t kMaxMessageBytes = 1 << 20;
+inline constexpr size_t kMaxReplyBytes = 64 << 20;
 
 // Binary-safe bytes <-> JSON.
 nlohmann::json BytesToJson(std::string_view bytes);
@@ -41,8 +45,9 @@ std::optional<std::string> Base64Decode(std::string_view text);
 nlohmann::json SpecToJson(const JobSpec& spec);
 Result<JobSpec> SpecFromJson(const nlohmann::json& j);
 
-// A job for `jobs`/`queue` replies. `with_private` adds the environment and
-// the working directory: only for its owner and root.
+// A job for replies. `with_private` adds the environment, the working
+// directory and the umask: only in the `job` reply, and only for its owner and
+// root (list replies stay small: an environment is often kilobytes).
 nlohmann::json JobToJson(const Job& job, bool with_private);
 
 // Replies.
@@ -51,8 +56,9 @@ nlohmann::json ErrorReply(std::string_view code, std::string_view message);
 
 // Reads one line (without the newline) from `fd`, buffering in `buffer`
 // across calls. Errors: "closed" (EOF before a full line), "too_long" (no
-// newline within kMaxMessageBytes), "io". Blocking; for clients.
-Result<std::string> ReadLine(int fd, std::string& buffer);
+// newline within `max_bytes`), "io" (a read error, EAGAIN from a receive
+// timeout included). Blocking; for clients, which read replies.
+Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes = kMaxReplyBytes);
 // Writes `line` + '\n' entirely (retries on EINTR and short writes;
 // MSG_NOSIGNAL so a vanished peer is an error, not SIGPIPE).
 Status WriteLine(int fd, std::string_view line);

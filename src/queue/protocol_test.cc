@@ -1,6 +1,11 @@
 #include "queue/protocol.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
 
 namespace gw::queue {
 namespace {
@@ -141,6 +146,33 @@ TEST(Protocol, JobJsonHidesEnvironmentFromOthers) {
   const json mine = JobToJson(job, true);
   EXPECT_EQ(mine["env"].size(), 2u);
   EXPECT_EQ(mine["cwd"], "/home/alice/x");
+}
+
+// Replies may be longer than requests: a client reads up to kMaxReplyBytes by
+// default, and a line in several reads (a newline at a chunk's edge included).
+TEST(Protocol, ReadLineTakesLongRepliesAndRefusesEndlessOnes) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const std::string long_line(3 * kMaxMessageBytes, 'x');
+  std::thread writer([&] {
+    EXPECT_TRUE(WriteLine(fds[1], long_line).ok());
+    EXPECT_TRUE(WriteLine(fds[1], "second").ok());
+    // The reader stops reading partway: this write may end with EPIPE.
+    (void)WriteLine(fds[1], std::string(kMaxMessageBytes + 70000, 'y'));
+    close(fds[1]);
+  });
+  std::string buffer;
+  Result<std::string> line = ReadLine(fds[0], buffer);
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  EXPECT_EQ(line->size(), long_line.size());
+  line = ReadLine(fds[0], buffer);
+  ASSERT_TRUE(line.ok());
+  EXPECT_EQ(*line, "second");
+  line = ReadLine(fds[0], buffer, kMaxMessageBytes);
+  ASSERT_FALSE(line.ok());
+  EXPECT_EQ(line.error().code, "too_long");
+  close(fds[0]);
+  writer.join();
 }
 
 TEST(Protocol, TimeWindows) {

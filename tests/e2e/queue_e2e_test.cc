@@ -684,12 +684,22 @@ TEST(QueueE2e, UsersActOnlyOnTheirOwnJobsAndJobsRunAsTheirOwner) {
   ASSERT_TRUE(seen.is_object()) << r.out;
   EXPECT_FALSE(seen.contains("env")) << seen.dump(2);
   EXPECT_FALSE(seen.contains("cwd")) << seen.dump(2);
-  // She sees both.
-  r = as(alice, alice_home, {"jobs", "--json"});
+  // Not even when he names it.
+  r = as(*bob, bob_home, {"jobs", "--json", job});
+  ASSERT_EQ(r.exit_code, 0) << Trace(r);
+  seen = FindJob(JobsIn(r.out), id);
+  ASSERT_TRUE(seen.is_object()) << r.out;
+  EXPECT_FALSE(seen.contains("env")) << seen.dump(2);
+  EXPECT_FALSE(seen.contains("cwd")) << seen.dump(2);
+  // She sees both when she names her job (lists stay small: no environments).
+  r = as(alice, alice_home, {"jobs", "--json", job});
   ASSERT_EQ(r.exit_code, 0) << Trace(r);
   seen = FindJob(JobsIn(r.out), id);
   EXPECT_EQ(seen["cwd"], alice_home) << seen.dump(2);
   EXPECT_TRUE(seen.contains("env")) << seen.dump(2);
+  r = as(alice, alice_home, {"jobs", job});
+  ASSERT_EQ(r.exit_code, 0) << Trace(r);
+  EXPECT_NE(r.out.find("directory  " + alice_home), std::string::npos) << r.out;
 
   // Bob may not jump the queue.
   r = as(*bob, bob_home, {"run", "--detach", "--priority", "5", "--gpus", "0", "--", "/bin/true"});
@@ -847,6 +857,153 @@ TEST(QueueE2e, HostileMessagesGetErrorsAndTheDaemonKeepsServing) {
   // And it still stops cleanly.
   EXPECT_EQ(q.Stop(), 0) << q.Log();
   EXPECT_FALSE(Exists(q.socket()));
+}
+
+// A queue whose list is longer than a request may be (1 MiB) is still listed
+// in full by `queue` and `jobs --all`.
+TEST(QueueE2e, ALongQueueIsListedInFull) {
+  QueueServer q("queue-two-free.json");
+  ASSERT_TRUE(q.Start());
+  auto c = RawConnection::Open(q.socket());
+  ASSERT_TRUE(c);
+  // A window that is closed for the next twelve hours keeps them waiting.
+  const time_t now = time(nullptr);
+  struct tm local;
+  localtime_r(&now, &local);
+  char window[16];
+  std::snprintf(window, sizeof window, "%02d:00-%02d:01", (local.tm_hour + 12) % 24,
+                (local.tm_hour + 12) % 24);
+  constexpr int kJobs = 600;
+  const std::string long_arg(2000, 'a');  // 600 x 2 KB: over 1 MiB of argv alone
+  for (int i = 0; i < kJobs; ++i) {
+    json spec = SpecFor({"/bin/echo", long_arg, std::to_string(i)}, q.ClientOptions());
+    spec["gpus"] = 1;
+    spec["window"] = window;
+    std::optional<json> r = c->Call({{"v", 1}, {"op", "submit"}, {"spec", spec}}, 60);
+    ASSERT_TRUE(r && r->value("ok", false)) << i << ": " << (r ? r->dump() : "no reply");
+  }
+  RunResult r = q.Gw({"queue", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << Trace(r);
+  EXPECT_GT(r.out.size(), size_t{1} << 20);
+  json listed = JobsIn(r.out);
+  ASSERT_EQ(listed.size(), static_cast<size_t>(kJobs)) << r.err;
+  EXPECT_EQ(listed[0].value("position", 0), 1);
+  EXPECT_EQ(listed[kJobs - 1].value("position", 0), kJobs);
+  EXPECT_EQ(listed[0]["wait_reason"].value("code", ""), "window") << listed[0].dump(2);
+  for (const json& j : listed) EXPECT_FALSE(j.contains("env")) << j.dump(2);
+  r = q.Gw({"jobs", "--all", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << Trace(r);
+  EXPECT_EQ(JobsIn(r.out).size(), static_cast<size_t>(kJobs));
+  r = q.Gw({"queue"});
+  ASSERT_EQ(r.exit_code, 0) << Trace(r);
+  EXPECT_GE(static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n')), kJobs) << r.err;
+}
+
+// The system socket is open to every user: one of them cannot take every
+// connection, nor hold one with a request that never ends.
+TEST(QueueE2e, NoUserCanTakeEveryConnection) {
+  GW_REQUIRE_TEST_USER(alice);  // gw-e2e
+  std::string why_not;
+  const std::optional<TestUser> bob = EnsureUser("gw-e2e2", &why_not);
+  if (!bob) GTEST_SKIP() << why_not;
+  QueueServer q("queue-two-free.json");
+  ASSERT_TRUE(q.Start());
+
+  // Bob (a child of the test with his uid) opens connections until refused.
+  // Built before fork: the child makes only system calls.
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(q.socket().size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, q.socket().c_str(), q.socket().size() + 1);
+  constexpr int kTries = 100;
+  int report[2];
+  int go[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(report[0]);
+    close(go[1]);
+    if (setgroups(0, nullptr) != 0 || setresgid(bob->gid, bob->gid, bob->gid) != 0 ||
+        setresuid(bob->uid, bob->uid, bob->uid) != 0) {
+      _exit(2);
+    }
+    static const char kHello[] = "{\"v\": 1, \"op\": \"hello\"}\n";
+    static char reply[4096];
+    int served = 0;
+    int busy = 0;
+    for (int i = 0; i < kTries; ++i) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) break;
+      (void)!send(fd, kHello, sizeof kHello - 1, MSG_NOSIGNAL);
+      ssize_t got = 0;
+      for (;;) {
+        const ssize_t n = read(fd, reply + got, sizeof reply - 1 - static_cast<size_t>(got));
+        if (n <= 0) break;
+        got += n;
+        if (std::memchr(reply, '\n', static_cast<size_t>(got)) != nullptr) break;
+      }
+      reply[got] = '\0';
+      if (std::strstr(reply, "\"ok\":true") != nullptr) ++served;  // Kept open.
+      if (std::strstr(reply, "\"code\":\"busy\"") != nullptr) {
+        ++busy;
+        close(fd);
+      }
+    }
+    const int counts[2] = {served, busy};
+    (void)!write(report[1], counts, sizeof counts);
+    char byte;
+    (void)!read(go[0], &byte, 1);  // Hold them until the test is done looking.
+    _exit(0);
+  }
+  close(report[1]);
+  close(go[0]);
+  int counts[2] = {-1, -1};
+  const ssize_t n = read(report[0], counts, sizeof counts);
+  close(report[0]);
+  EXPECT_EQ(n, static_cast<ssize_t>(sizeof counts));
+  EXPECT_EQ(counts[0], 64) << "connections bob got";
+  EXPECT_EQ(counts[1], kTries - 64) << "refusals bob got";
+
+  // Meanwhile everyone else is served: root, and another user through the CLI.
+  std::optional<json> hello = q.Call({{"op", "hello"}});
+  ASSERT_TRUE(hello);
+  EXPECT_TRUE(hello->value("ok", false)) << hello->dump();
+  const std::string alice_home = q.dir() + "/alice";
+  mkdir(alice_home.c_str(), 0700);
+  ASSERT_TRUE(GiveDirectoryTo(alice_home, alice));
+  RunResult r = RunProcess({GpuwardenBinary(), "--socket", q.socket(), "queue"},
+                           AsUser(q.ClientOptions(), alice, alice_home));
+  EXPECT_EQ(r.exit_code, 0) << Trace(r);
+  // And bob is told why, by the CLI too.
+  const std::string bob_home = q.dir() + "/bob";
+  mkdir(bob_home.c_str(), 0700);
+  ASSERT_TRUE(GiveDirectoryTo(bob_home, *bob));
+  r = RunProcess({GpuwardenBinary(), "--socket", q.socket(), "queue"},
+                 AsUser(q.ClientOptions(), *bob, bob_home));
+  EXPECT_EQ(r.exit_code, kExitRefused) << Trace(r);
+  EXPECT_NE(r.err.find("busy"), std::string::npos) << Trace(r);
+  close(go[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // His connections closed, bob is served again.
+  EXPECT_TRUE(Eventually([&] {
+    RunResult again = RunProcess({GpuwardenBinary(), "--socket", q.socket(), "queue"},
+                                 AsUser(q.ClientOptions(), *bob, bob_home));
+    return again.exit_code == 0;
+  }));
+
+  // A request that never ends is answered `timeout` and its connection closed.
+  auto c = RawConnection::Open(q.socket());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Send(R"({"v": 1, "op": "hel)"));
+  std::optional<std::string> reply = c->ReadLine(30);
+  ASSERT_TRUE(reply) << "no reply to a request without its end";
+  ExpectError(ParseJson(*reply), "timeout", "half a request");
+  EXPECT_TRUE(c->WaitClosed(30));
+  EXPECT_TRUE(q.Alive()) << q.Log();
 }
 
 // --- 11. kill -9 at random moments -------------------------------------------
