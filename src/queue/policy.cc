@@ -190,10 +190,23 @@ class Gpus {
     return static_cast<int>(it - dev_.begin());
   }
 
+  // NVML's free memory and its process list are two calls, not one atomic
+  // read: a process that allocates between them is in the list (so a queue
+  // job's hold counts it as used, lowering its reservation) but not yet out
+  // of `free`. Free is therefore never taken above total less what the
+  // listed processes hold; otherwise that moment would promise the same
+  // bytes twice.
   Rooms InitialRooms() const {
     Rooms rooms(dev_.size());
     for (unsigned p = 0; p < dev_.size(); ++p) {
-      rooms[p].free = Signed(dev_[p]->free_bytes.value_or(0));
+      const GpuState& g = *dev_[p];
+      int64_t free = Signed(g.free_bytes.value_or(0));
+      if (g.total_bytes > 0) {
+        int64_t listed = 0;
+        for (const auto& [pid, bytes] : g.process_bytes) listed += Signed(bytes);
+        free = std::min(free, Signed(g.total_bytes) - listed);
+      }
+      rooms[p].free = free;
     }
     return rooms;
   }

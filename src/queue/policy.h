@@ -15,6 +15,10 @@
 //     free - reserved - margin >= vram_bytes
 // (AvailableBytes() is the left side), so a burst of submissions never lands
 // on one GPU that merely looks empty because nothing has allocated yet.
+// `free` is NVML's free memory, capped at total less the bytes of the listed
+// processes: the two are separate NVML reads, and a job that allocated
+// between them would otherwise have those bytes counted as neither used nor
+// reserved.
 // A job that declared no VRAM (vram_bytes == 0, "the whole GPU") needs an
 // otherwise unused GPU: no queue job on it (running, starting, or started in
 // this pass) and NVML free memory >= 90 % of its total (task-spooler's

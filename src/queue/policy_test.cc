@@ -183,6 +183,22 @@ TEST(PolicyReservationTest, WholeProcessTreeCounts) {
   EXPECT_EQ(AvailableBytes(s.view).at(0), static_cast<int64_t>(60 * kGiB - 512 * kMiB));
 }
 
+// The job's process is in NVML's process list, but the free memory was read
+// before it allocated: the bytes must not be promised twice.
+TEST(PolicyReservationTest, AllocationBetweenTheTwoNvmlReadsIsNotPromisedTwice) {
+  Server s(1);
+  s.AddRunning(1, {0}, 30, 0);
+  s.AddRunning(2, {0}, 30, 0);
+  s.Gpu(0).process_bytes[100] = 29 * kGiB;  // Job 1 has allocated...
+  s.view.running[0].pids = {100};           // ...and free does not show it yet.
+  s.Submit(3, 30);
+  const Decisions d = s.Run();
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_EQ(Code(d, 3), "resources");
+  // free = min(80, 80 - 29) = 51; reserved = 1 + 30; margin 512 MiB.
+  EXPECT_EQ(AvailableBytes(s.view).at(0), static_cast<int64_t>(20 * kGiB - 512 * kMiB));
+}
+
 TEST(PolicyReservationTest, MarginIsConfigurable) {
   Server s(1);
   s.view.config.margin_bytes = 0;
