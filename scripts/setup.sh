@@ -8,7 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsqlite3-dev libncurses-dev
   libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev psmisc procps
+  zlib1g-dev psmisc procps tmux
 )
 
 missing=()

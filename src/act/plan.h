@@ -38,12 +38,13 @@ struct Caller {
 
 struct PlanRequest {
   PlanMode mode = PlanMode::kClean;
-  std::vector<pid_t> pids;       // kill: the named PIDs. clean: --pid (empty = any).
-  std::vector<unsigned> gpus;    // clean: --gpu (empty = any).
-  Opt<uint64_t> min_vram_bytes;  // clean: --min-vram.
-  std::vector<uid_t> users;      // --user (root only): whose processes may be acted on.
-  bool all_users = false;        // --all-users (root only).
-  bool tree = false;             // Act on each target's whole run, too.
+  // Initialised, so that designated initializers may leave them out.
+  std::vector<pid_t> pids{};       // kill: the named PIDs. clean: --pid (empty = any).
+  std::vector<unsigned> gpus{};    // clean: --gpu (empty = any).
+  Opt<uint64_t> min_vram_bytes{};  // clean: --min-vram.
+  std::vector<uid_t> users{};      // --user (root only): whose processes may be acted on.
+  bool all_users = false;          // --all-users (root only).
+  bool tree = false;               // Act on each target's whole run, too.
 };
 
 // Why a process is in the plan (role) and why it will or will not be

@@ -3,36 +3,26 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "act/audit_log.h"
 #include "act/execute.h"
 #include "act/plan.h"
 #include "act/process_control.h"
 #include "act/protected.h"
-#include "act/verify.h"
 #include "cli/exit_codes.h"
+#include "cli/stop_path.h"
 #include "cli/terminal.h"
 #include "collect/collector.h"
-#include "collect/deadline.h"
-#include "config/config.h"
 #include "core/clock.h"
 #include "core/text.h"
 #include "core/units.h"
-#include "proc/proc_reader.h"
-#include "proc/users.h"
 #include "render/clean.h"
 
 namespace gw::cli {
 namespace {
-
-constexpr double kDefaultGraceS = 10;
-constexpr double kDefaultSettleS = 5;
-constexpr int64_t kSettlePollMs = 250;
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
@@ -53,34 +43,6 @@ std::optional<uid_t> ResolveUser(const std::string& name) {
   return found->pw_uid;
 }
 
-// Every process on the host, read under the probe's deadline: a process
-// wedged in the driver with its memory-map lock held can block a /proc read.
-std::optional<std::map<pid_t, HostProcess>> ReadProcessTable(const std::string& proc_root,
-                                                             int64_t deadline_ms) {
-  return collect::RunWithDeadline<std::map<pid_t, HostProcess>>(
-      [proc_root]() {
-        std::map<pid_t, HostProcess> table;
-        proc::ProcReader reader(proc_root);
-        auto pids = reader.ListPids();
-        if (!pids.ok()) return table;
-        const int64_t now = RealClock().NowUnixMs();
-        for (pid_t pid : *pids) {
-          auto p = reader.ReadProcess(pid, now);
-          if (p.ok()) table.emplace(pid, std::move(*p));
-        }
-        return table;
-      },
-      deadline_ms);
-}
-
-Result<double> DurationSetting(const std::string& flag, const std::string& value,
-                               std::optional<double> configured, double fallback) {
-  if (value.empty()) return configured.value_or(fallback);
-  auto seconds = ParseDuration(value);
-  if (!seconds.ok()) return MakeError("usage", flag + ": " + seconds.error().message);
-  return *seconds;
-}
-
 // Asks on the terminal. Only called when stdin is one.
 bool Confirm(size_t count) {
   std::fprintf(stderr, "Stop %zu process%s? [y/N] ", count, count == 1 ? "" : "es");
@@ -95,10 +57,7 @@ bool Confirm(size_t count) {
 
 int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   RealClock clock;
-  act::Caller caller;
-  caller.uid = getuid();
-  caller.user = proc::UserNameOrUid(caller.uid);
-  caller.pid = getpid();
+  const act::Caller caller = CurrentCaller();
 
   // --- The request -------------------------------------------------------
   if (args.tree && args.no_tree) return Fail(kExitUsage, "--tree and --no-tree exclude each other");
@@ -136,26 +95,15 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
     if (!seconds.ok()) return Fail(kExitUsage, "--idle-for: " + seconds.error().message);
     judge.idle_min_age_s = *seconds;
   }
-  auto first_signal = act::ParseStopSignal(args.signal);
-  if (!first_signal.ok()) return Fail(kExitUsage, first_signal.error().message);
 
   // --- Settings: flags, then the config file, then the defaults ----------
-  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
-  auto config =
-      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
-  if (!config.ok()) return Fail(kExitBadInput, config.error().message);
-  auto grace = DurationSetting("--grace", args.grace, config->clean.grace_s, kDefaultGraceS);
-  if (!grace.ok()) return Fail(kExitUsage, grace.error().message);
-  auto settle = DurationSetting("--settle", args.settle, config->clean.settle_s, kDefaultSettleS);
-  if (!settle.ok()) return Fail(kExitUsage, settle.error().message);
-  std::vector<std::string> protect = config->clean.protect;
-  protect.insert(protect.end(), args.protect.begin(), args.protect.end());
-  const act::ProtectedList protected_list(protect);
-  std::string audit_path = args.audit_log;
-  if (audit_path.empty() && config->clean.audit_log) audit_path = *config->clean.audit_log;
-  if (audit_path.empty()) {
-    audit_path = act::DefaultAuditLogPath(geteuid(), [](const char* n) { return std::getenv(n); });
+  auto settings = ResolveStopSettings(args.stop);
+  if (!settings.ok()) {
+    return Fail(settings.error().code == "usage" ? kExitUsage : kExitBadInput,
+                settings.error().message);
   }
+  const act::ProtectedList protected_list(settings->protect);
+  const std::string audit_path = settings->audit_path;
 
   // --- What is there -----------------------------------------------------
   auto options = ResolveCollectOptions(global);
@@ -187,9 +135,9 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   act::Plan plan =
       act::MakePlan(act::PlanInput{latest, *table, findings, protected_list, caller}, request);
   render::CleanRenderOptions view;
-  view.first_signal = *first_signal;
-  view.grace_s = *grace;
-  view.settle_s = *settle;
+  view.first_signal = settings->first_signal;
+  view.grace_s = settings->grace_s;
+  view.settle_s = settings->settle_s;
   view.width = OutputWidth();
   render::CleanDocument doc;
   doc.command = args.kill ? "kill" : "clean";
@@ -227,8 +175,8 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
 
   // --- Act ----------------------------------------------------------------
   act::ExecuteOptions exec;
-  exec.first_signal = *first_signal;
-  exec.grace_ms = static_cast<int64_t>(*grace * 1000);
+  exec.first_signal = settings->first_signal;
+  exec.grace_ms = static_cast<int64_t>(settings->grace_s * 1000);
   auto control = act::MakeRealProcessControl(global.proc_root);
   act::FileAuditLog audit(audit_path);
   act::ExecuteReport report =
@@ -246,32 +194,11 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   }
 
   // --- Verify: did the memory come back? -----------------------------------
-  std::optional<act::ReleaseReport> release;
-  double settled_s = 0;
-  bool any_ended = false;
-  for (const act::TargetResult& r : report.results) any_ended |= act::Ended(r.outcome);
-  if (any_ended) {
-    collect::CollectOptions quick = *options;
-    quick.scan_processes = false;
-    const int64_t start = clock.MonotonicMs();
-    const int64_t settle_ms = static_cast<int64_t>(*settle * 1000);
-    for (;;) {
-      Snapshot after = collect::Collect(quick, clock);
-      release = act::CompareRelease(latest, after, report.results);
-      settled_s = static_cast<double>(clock.MonotonicMs() - start) / 1000.0;
-      if (release->all_released() || clock.MonotonicMs() - start >= settle_ms) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(kSettlePollMs));
-    }
-    doc.release = &*release;
-  }
-
-  bool incomplete = release && !release->all_released();
-  for (const act::TargetResult& r : report.results) {
-    if (r.outcome == act::Outcome::kSurvived || r.outcome == act::Outcome::kDenied ||
-        r.outcome == act::Outcome::kError) {
-      incomplete = true;
-    }
-  }
+  const ReleaseCheck check = WaitForRelease(*options, latest, report, settings->settle_s, clock);
+  const std::optional<act::ReleaseReport>& release = check.release;
+  const double settled_s = check.settled_s;
+  if (release) doc.release = &*release;
+  const bool incomplete = StopIncomplete(report, check);
   if (args.json) {
     std::puts(render::RenderCleanJson(doc).c_str());
   } else {

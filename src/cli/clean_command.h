@@ -12,6 +12,7 @@
 
 #include "cli/global_options.h"
 #include "cli/judge.h"
+#include "cli/stop_path.h"
 
 namespace gw::cli {
 
@@ -23,17 +24,13 @@ struct CleanArgs {
   std::string min_vram;            // clean: --min-vram SIZE.
   std::vector<std::string> users;  // --user NAME|UID (root only).
   bool all_users = false;
-  bool tree = false;                 // --tree
-  bool no_tree = false;              // --no-tree
-  std::string signal = "TERM";       // --signal
-  std::string grace;                 // --grace DURATION ("" = config, else 10s).
-  std::string settle;                // --settle DURATION ("" = config, else 5s).
-  std::vector<std::string> protect;  // --protect NAME: more protected names.
+  bool tree = false;     // --tree
+  bool no_tree = false;  // --no-tree
+  StopFlags stop;        // --signal, --grace, --settle, --protect, --audit-log.
   bool dry_run = false;
   bool yes = false;
   bool json = false;
-  std::string audit_log;  // --audit-log PATH ("" = config, else the default).
-  JudgeArgs judge;        // clean: --window / --now.
+  JudgeArgs judge;  // clean: --window / --now.
 };
 
 int RunClean(const GlobalOptions& global, const CleanArgs& args);

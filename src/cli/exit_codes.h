@@ -50,6 +50,7 @@ inline constexpr const char* kExitCodeHelp =
     "run, queue, jobs, cancel, hold, release, logs (run --wait: the job's own status):\n"
     " 15  gpuwardend cannot be reached\n"
     " 16  gpuwardend refused: not your job, no such job, or not in that state\n"
+    "watch: 0 after q; 128+N when signal N ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)\n"
     "why and health report the verdict (status and events use the codes above):\n"
     "  0  OK (why) / healthy (health)\n"
     " 10  BUSY: genuine shortage or contention (why)\n"

@@ -13,6 +13,7 @@
 #include "cli/global_options.h"
 #include "cli/queue_command.h"
 #include "cli/status_command.h"
+#include "cli/watch_command.h"
 #include "cli/why_command.h"
 #include "nvml/probe.h"
 
@@ -164,25 +165,14 @@ int Main(int argc, char** argv) {
                   "Also stop each target's run: its parent and workers of the same process "
                   "group (default for clean)");
     cmd->add_flag("--no-tree", a->no_tree, "Only the targets themselves (default for kill)");
-    cmd->add_option("--signal", a->signal,
-                    "First signal: TERM (default), INT (programs that checkpoint on Ctrl-C), "
-                    "HUP, QUIT, USR1, USR2; SIGKILL follows the grace period")
-        ->type_name("NAME");
-    cmd->add_option("--grace", a->grace, "Wait this long before SIGKILL (default 10s)")
-        ->type_name("DURATION");
-    cmd->add_option("--settle", a->settle,
-                    "Wait up to this long for the driver to release the memory (default 5s)")
-        ->type_name("DURATION");
-    cmd->add_option("--protect", a->protect, "Never signal processes of this name (repeatable)")
-        ->type_name("NAME");
+    gw::cli::AddStopFlags(*cmd, a->stop);
     cmd->add_flag("--dry-run", a->dry_run, "Show the plan only; signal nothing");
     cmd->add_flag("-y,--yes", a->yes, "Do not ask for confirmation");
     cmd->add_flag("--json", a->json, "Machine-readable output (schema: docs/json.md)");
-    cmd->add_option("--audit-log", a->audit_log,
-                    "Append the audit records here (default: /var/log/gpuwarden/audit.log for "
-                    "root, else $XDG_STATE_HOME/gpuwarden/audit.log)")
-        ->type_name("FILE");
   }
+
+  gw::cli::WatchArgs watch_args;
+  CLI::App* watch = gw::cli::AddWatchSubcommand(app, watch_args);
 
   // The queue (gpuwardend's clients).
   std::string socket;
@@ -269,6 +259,8 @@ int Main(int argc, char** argv) {
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
   run_args.socket = socket;
   queue_args.socket = socket;
+  watch_args.socket = socket;
+  if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
   if (run->parsed()) return gw::cli::RunSubmit(run_args);
   if (queue_cmd->parsed()) return gw::cli::RunQueue(queue_args);
   if (jobs->parsed()) return gw::cli::RunJobs(queue_args);

@@ -64,6 +64,14 @@ void AttachHostProcesses(Snapshot& snapshot, const std::map<pid_t, HostProcess>&
   }
 }
 
+nvml::ProbeOptions NvmlProbeOptions(const CollectOptions& options) {
+  nvml::ProbeOptions probe;
+  probe.library_path = options.nvml_library;
+  probe.deadline_ms = options.deadline_ms;
+  probe.process_samples_since_us = options.process_samples_since_us;
+  return probe;
+}
+
 Snapshot Collect(const CollectOptions& options, const Clock& clock) {
   const int64_t start_ms = clock.MonotonicMs();
   const int64_t now_unix_ms = clock.NowUnixMs();
@@ -115,14 +123,10 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
     }).detach();
   }
 
-  nvml::ProbeOptions probe_options;
-  probe_options.library_path = options.nvml_library;
-  probe_options.deadline_ms = options.deadline_ms;
-  probe_options.process_samples_since_us = options.process_samples_since_us;
   Snapshot snapshot =
       options.nvml_session != nullptr
           ? options.nvml_session->Probe(clock, options.process_samples_since_us).snapshot
-          : nvml::ProbeNvml(probe_options, clock).snapshot;
+          : nvml::ProbeNvml(NvmlProbeOptions(options), clock).snapshot;
   if (options.simulated) {
     snapshot.source = SnapshotSource::kSimulated;
     snapshot.source_detail = options.scenario;

@@ -50,6 +50,10 @@ struct CollectOptions {
 
 Snapshot Collect(const CollectOptions& options, const Clock& clock);
 
+// The NVML part of `options`: library path, deadline and sample window; what
+// a caller passes to an nvml::ProbeSession it keeps for CollectOptions::nvml_session.
+nvml::ProbeOptions NvmlProbeOptions(const CollectOptions& options);
+
 // Joins host facts into a snapshot: for every GPU process and every device-file
 // holder, the HostProcess from `host` (when present), with listed_by_driver and
 // device_files set. Pure; exposed for tests.

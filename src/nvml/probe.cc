@@ -389,7 +389,16 @@ ProbeSession::~ProbeSession() {
   std::unique_lock<std::mutex> lock(shared_->mu);
   shared_->stop = true;
   shared_->cv.notify_all();
-  // Let an idle worker shut NVML down; a stuck one ends on its own.
+  // No Probe() runs now, so a look not yet done outlived its deadline: the
+  // worker is stuck in the driver and ends on its own. Waiting for it would
+  // only hold up the caller (a `watch` quitting on a hung driver). A look
+  // that is done but still current is a worker about to go idle.
+  if (std::shared_ptr<ProbeState> look = shared_->current) {
+    std::lock_guard<std::mutex> look_lock(look->mu);
+    if (!look->done) return;
+  }
+  // Let an idle worker shut NVML down (under the deadline: nvmlShutdown can
+  // hang too).
   shared_->cv.wait_for(lock, std::chrono::milliseconds(options_.deadline_ms),
                        [&] { return shared_->exited; });
 }

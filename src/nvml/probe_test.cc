@@ -1,10 +1,12 @@
 #include "nvml/probe.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -251,6 +253,28 @@ TEST_F(ProbeTest, SessionReportsALookStillInTheDriverAndRecovers) {
   ASSERT_EQ(s.gpus.size(), 2u);
   EXPECT_TRUE(s.gpus[1].memory.total_bytes.has_value());
   EXPECT_EQ(fake->init_calls, 1);
+}
+
+TEST_F(ProbeTest, SessionEndsAtOnceWhileALookIsStuckAndTheWorkerCleansUpLater) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(1);
+  fake->gpus[0].before_memory = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 2000;
+  auto session = std::make_unique<ProbeSession>(options, OpenerFor(fake));
+  EXPECT_TRUE(session->Probe(clock_).snapshot.timed_out);
+  const auto start = std::chrono::steady_clock::now();
+  session.reset();  // Does not wait out another deadline for the stuck worker.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  EXPECT_EQ(fake->shutdown_calls, 0);
+  // The driver comes back: the worker finishes its look and shuts NVML down.
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  for (int i = 0; i < 3000 && fake->shutdown_calls == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(fake->shutdown_calls, 1);
 }
 
 TEST_F(ProbeTest, SessionInitialisesAgainWhenTheDriverChanged) {

@@ -76,7 +76,7 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 
 class Snapshotter {
  public:
   explicit Snapshotter(collect::CollectOptions options)
-      : options_(std::move(options)), nvml_(NvmlOptions(options_)) {
+      : options_(std::move(options)), nvml_(collect::NvmlProbeOptions(options_)) {
     options_.nvml_session = &nvml_;
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { Loop(); });
@@ -139,13 +139,6 @@ class Snapshotter {
       const uint64_t one = 1;
       (void)!write(wake_fd_, &one, sizeof one);
     }
-  }
-
-  static nvml::ProbeOptions NvmlOptions(const collect::CollectOptions& o) {
-    nvml::ProbeOptions p;
-    p.library_path = o.nvml_library;
-    p.deadline_ms = o.deadline_ms;
-    return p;
   }
 
   collect::CollectOptions options_;

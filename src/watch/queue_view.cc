@@ -1,0 +1,113 @@
+#include "watch/queue_view.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "core/text.h"
+#include "queue/protocol.h"
+
+namespace gw::watch {
+namespace {
+
+using nlohmann::json;
+
+std::string TextField(const json& j, const char* key) {
+  if (!j.contains(key)) return "";
+  auto bytes = queue::BytesFromJson(j[key], key);
+  return bytes.ok() ? SanitizeForTerminal(*bytes) : std::string("?");
+}
+
+std::optional<int64_t> IntField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+QueueView ParseQueueReply(const json& reply) {
+  QueueView view;
+  if (!reply.is_object()) {
+    view.state = QueueView::State::kError;
+    view.message = "gpuwardend sent something that is not a JSON object";
+    return view;
+  }
+  if (reply.value("ok", false) != true) {
+    view.state = QueueView::State::kError;
+    const json e = reply.value("error", json::object());
+    view.message = SanitizeForTerminal(e.is_object() ? e.value("message", "refused") : "refused");
+    return view;
+  }
+  view.state = QueueView::State::kOk;
+  view.now_unix_ms = IntField(reply, "now_unix_ms").value_or(0);
+  const json jobs = reply.value("jobs", json::array());
+  if (!jobs.is_array()) return view;
+  for (const json& j : jobs) {
+    if (!j.is_object()) continue;
+    QueueJob job;
+    job.id = IntField(j, "id").value_or(0);
+    job.user = j.contains("user") && j["user"].is_string()
+                   ? SanitizeForTerminal(j["user"].get<std::string>())
+                   : "?";
+    job.name = TextField(j, "name");
+    job.state = j.contains("state") && j["state"].is_string()
+                    ? SanitizeForTerminal(j["state"].get<std::string>())
+                    : "?";
+    job.gpus = static_cast<unsigned>(IntField(j, "gpus").value_or(0));
+    job.vram_bytes =
+        static_cast<uint64_t>(std::max<int64_t>(0, IntField(j, "vram_bytes").value_or(0)));
+    if (auto p = IntField(j, "position")) job.position = static_cast<int>(*p);
+    if (j.contains("gpu_indices") && j["gpu_indices"].is_array()) {
+      for (const json& g : j["gpu_indices"]) {
+        if (g.is_number_unsigned()) job.gpu_indices.push_back(g.get<unsigned>());
+      }
+    }
+    if (j.contains("wait_reason") && j["wait_reason"].is_object()) {
+      const json& w = j["wait_reason"];
+      job.wait_code = SanitizeForTerminal(w.value("code", ""));
+      job.wait_message = SanitizeForTerminal(w.value("message", ""));
+    }
+    job.since_unix_ms =
+        job.state == "running" ? IntField(j, "start_unix_ms") : IntField(j, "submit_unix_ms");
+    job.estimated_start_unix_ms = IntField(j, "estimated_start_unix_ms");
+    view.jobs.push_back(std::move(job));
+  }
+  return view;
+}
+
+QueueView FetchQueue(const std::string& socket_path, int64_t timeout_ms) {
+  QueueView view;
+  auto fd = queue::ConnectToDaemon(socket_path);
+  if (!fd.ok()) {
+    view.state = QueueView::State::kNoDaemon;
+    view.message = "no gpuwardend";
+    return view;
+  }
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout_ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout_ms % 1000) * 1000);
+  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  json request = {{"v", queue::kProtocolVersion}, {"op", "queue"}};
+  std::string buffer;
+  if (Status s = queue::WriteLine(*fd, request.dump()); !s.ok()) {
+    close(*fd);
+    view.state = QueueView::State::kNoDaemon;
+    view.message = "gpuwardend did not take the request";
+    return view;
+  }
+  // A timeout makes read() fail with EAGAIN, which ReadLine reports as an
+  // error: the daemon is busy or stuck, and the panel says so.
+  auto line = queue::ReadLine(*fd, buffer);
+  close(*fd);
+  if (!line.ok()) {
+    view.state = QueueView::State::kError;
+    view.message = "gpuwardend did not answer in time";
+    return view;
+  }
+  json reply = json::parse(*line, nullptr, false);
+  return ParseQueueReply(reply);
+}
+
+}  // namespace gw::watch
