@@ -32,7 +32,8 @@ work=$(mktemp -d)
 sock=gw-watch-bench-$$
 pids=()
 cleanup() {
-  tmux -L "$sock" kill-server 2>/dev/null || true
+  tmux -L "$sock" kill-server 2>/dev/null || true  # The last one's, if interrupted.
+  rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/gw-watch-bench-$$"*
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -67,8 +68,13 @@ hz=$(getconf CLK_TCK)
 declare -A results
 echo "scenario: bench-8gpu-256proc.json (256 real processes); $(nproc) cores; ${seconds} s per run;" \
      "$(date -u +%Y-%m-%dT%H:%MZ)"
+n=0
 for r in $(seq 1 "$runs"); do
   for tool in "${tools[@]}"; do
+    # A tmux server of its own each time: a new session must not reach the
+    # previous server while it is still shutting down.
+    n=$((n + 1))
+    sock=gw-watch-bench-$$-$n
     tmux -L "$sock" -f /dev/null new-session -d -s b -x 200 -y 60 \
       "exec /usr/bin/env ${envs[*]} ${cmd[$tool]}"
     pid=$(tmux -L "$sock" display -p -t b '#{pane_pid}')
@@ -77,6 +83,7 @@ for r in $(seq 1 "$runs"); do
     sleep "$seconds"
     t1=$(ticks "$pid")
     tmux -L "$sock" kill-server
+    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"
     pct=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v s="$seconds" 'BEGIN {printf "%.3f", 100 * d / hz / s}')
     results["$tool"]+="$pct "
     printf 'run %d  %-30s %6s %% of one core (%d ticks)\n' "$r" "$tool" "$pct" $((t1 - t0))

@@ -296,15 +296,3 @@ TEST(Bar, EighthsAndAscii) {
 
 }  // namespace
 }  // namespace gw::watch
-
-namespace gw::watch {
-namespace {
-// Prints the screens for a person to look at: --gtest_also_run_disabled_tests.
-TEST(Layout, DISABLED_Show) {
-  for (auto [w, h, n] : {std::tuple{80, 24, 0}, std::tuple{80, 24, 8}, std::tuple{200, 60, 32}}) {
-    Fixture f(n == 0 ? testing::TwoGpus() : testing::EightGpus(n), 3);
-    std::printf("%s\n", f.Draw(w, h).Text().c_str());
-  }
-}
-}  // namespace
-}  // namespace gw::watch
