@@ -18,6 +18,14 @@ std::string TextField(const json& j, const char* key) {
   return bytes.ok() ? SanitizeForTerminal(*bytes) : std::string("?");
 }
 
+// A string member, sanitised; `fallback` when absent or not a string (the
+// reply is checked, not trusted: json::value would throw on a wrong type).
+std::string StringField(const json& j, const char* key, const char* fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return fallback;
+  return SanitizeForTerminal(it->get<std::string>());
+}
+
 std::optional<int64_t> IntField(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return std::nullopt;
@@ -33,27 +41,24 @@ QueueView ParseQueueReply(const json& reply) {
     view.message = "gpuwardend sent something that is not a JSON object";
     return view;
   }
-  if (reply.value("ok", false) != true) {
+  if (auto ok = reply.find("ok"); ok == reply.end() || *ok != true) {
     view.state = QueueView::State::kError;
-    const json e = reply.value("error", json::object());
-    view.message = SanitizeForTerminal(e.is_object() ? e.value("message", "refused") : "refused");
+    auto e = reply.find("error");
+    view.message =
+        e != reply.end() && e->is_object() ? StringField(*e, "message", "refused") : "refused";
     return view;
   }
   view.state = QueueView::State::kOk;
   view.now_unix_ms = IntField(reply, "now_unix_ms").value_or(0);
-  const json jobs = reply.value("jobs", json::array());
-  if (!jobs.is_array()) return view;
-  for (const json& j : jobs) {
+  auto jobs = reply.find("jobs");
+  if (jobs == reply.end() || !jobs->is_array()) return view;
+  for (const json& j : *jobs) {
     if (!j.is_object()) continue;
     QueueJob job;
     job.id = IntField(j, "id").value_or(0);
-    job.user = j.contains("user") && j["user"].is_string()
-                   ? SanitizeForTerminal(j["user"].get<std::string>())
-                   : "?";
+    job.user = StringField(j, "user", "?");
     job.name = TextField(j, "name");
-    job.state = j.contains("state") && j["state"].is_string()
-                    ? SanitizeForTerminal(j["state"].get<std::string>())
-                    : "?";
+    job.state = StringField(j, "state", "?");
     job.gpus = static_cast<unsigned>(IntField(j, "gpus").value_or(0));
     job.vram_bytes =
         static_cast<uint64_t>(std::max<int64_t>(0, IntField(j, "vram_bytes").value_or(0)));
@@ -65,8 +70,8 @@ QueueView ParseQueueReply(const json& reply) {
     }
     if (j.contains("wait_reason") && j["wait_reason"].is_object()) {
       const json& w = j["wait_reason"];
-      job.wait_code = SanitizeForTerminal(w.value("code", ""));
-      job.wait_message = SanitizeForTerminal(w.value("message", ""));
+      job.wait_code = StringField(w, "code", "");
+      job.wait_message = StringField(w, "message", "");
     }
     job.since_unix_ms =
         job.state == "running" ? IntField(j, "start_unix_ms") : IntField(j, "submit_unix_ms");

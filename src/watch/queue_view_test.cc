@@ -53,6 +53,22 @@ TEST(QueueView, AnErrorReplyOrGarbageIsAnError) {
   ASSERT_EQ(v.jobs.size(), 1u);
   EXPECT_EQ(v.jobs[0].user, "?");
   EXPECT_FALSE(v.jobs[0].position);
+  // Members of the wrong type are unknown, never an exception on the probe
+  // thread; text is sanitised.
+  v = ParseQueueReply(
+      json::parse(R"({"ok":true,"jobs":[{"id":4,"user":7,"state":["x"],"wait_reason":{"code":1,)"
+                  R"("message":"\u001b[31mred"}}]})"));
+  ASSERT_EQ(v.state, QueueView::State::kOk);
+  ASSERT_EQ(v.jobs.size(), 1u);
+  EXPECT_EQ(v.jobs[0].user, "?");
+  EXPECT_EQ(v.jobs[0].state, "?");
+  EXPECT_EQ(v.jobs[0].wait_code, "");
+  EXPECT_EQ(v.jobs[0].wait_message, "\\x1b[31mred");
+  v = ParseQueueReply(json::parse(R"({"ok":false,"error":{"message":42}})"));
+  EXPECT_EQ(v.state, QueueView::State::kError);
+  EXPECT_EQ(v.message, "refused");
+  EXPECT_EQ(ParseQueueReply(json::parse(R"({"ok":true,"jobs":{"a":1}})")).jobs.size(), 0u);
+  EXPECT_EQ(ParseQueueReply(json::parse(R"({"ok":"yes"})")).state, QueueView::State::kError);
 }
 
 TEST(QueueView, NoSocketMeansNoDaemon) {
