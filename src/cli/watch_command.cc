@@ -230,11 +230,6 @@ int RunWatch(const GlobalOptions& global, const WatchArgs& args) {
   if (!history_s.ok() || *history_s < 1 || *history_s > 7 * 86400) {
     return Fail(kExitUsage, "--history: give a duration between 1s and 7d, e.g. 10m");
   }
-  if (isatty(STDIN_FILENO) != 1 || isatty(STDOUT_FILENO) != 1) {
-    return Fail(kExitUsage,
-                "watch needs a terminal on standard input and output; for a one-shot view use "
-                "`gpuwarden status` (or `status --json`)");
-  }
   auto options = ResolveCollectOptions(global);
   if (!options.ok()) {
     return Fail(options.error().code == "bad_input" ? kExitBadInput : kExitNvmlUnavailable,
@@ -251,6 +246,12 @@ int RunWatch(const GlobalOptions& global, const WatchArgs& args) {
     }
     actions =
         std::make_unique<KillActions>(*options, *settings, global.proc_root, options->deadline_ms);
+  }
+  // After the flags: a bad flag is named even where there is no terminal.
+  if (isatty(STDIN_FILENO) != 1 || isatty(STDOUT_FILENO) != 1) {
+    return Fail(kExitUsage,
+                "watch needs a terminal on standard input and output; for a one-shot view use "
+                "`gpuwarden status` (or `status --json`)");
   }
 
   // --- The probe thread ----------------------------------------------------

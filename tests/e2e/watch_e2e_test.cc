@@ -577,6 +577,12 @@ TEST(WatchE2e, WithoutATerminalItSaysWhatToUseInstead) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("watch needs a terminal"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gpuwarden status"), std::string::npos) << r.err;
+  // A bad flag is named first, terminal or not.
+  r = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("timeline-demo.json"), "watch", "--grace", "soon"}), o);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--grace"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminal"), std::string::npos) << r.err;
 }
 
 }  // namespace
