@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
+# One compiler cache for every clone on this machine: paths are hashed relative to the
+# clone, so CI's fresh clone reuses what a developer built here.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 run_suite() {
