@@ -654,6 +654,12 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t devic
     return Put(c.state->power_limit_mw, limit);
   });
 }
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                                     unsigned int* limit) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    return Put(c.state->power_default_limit_mw, limit);
+  });
+}
 GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
                                                    unsigned int* clock) {
   return Clock(device, type, clock, false);

@@ -424,6 +424,7 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
              "fan_pct",
              "power_w",
              "power_limit_w",
+             "power_default_limit_w",
              "clocks_mhz",
              "max_clocks_mhz",
              "pstate",
@@ -478,6 +479,9 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
   }
   if (auto w = GetNumber(g, "power_limit_w", path, 0, 100000)) {
     s.power_limit_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
+  }
+  if (auto w = GetNumber(g, "power_default_limit_w", path, 0, 100000)) {
+    s.power_default_limit_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
   }
   const char* kClockNames[4] = {"graphics", "sm", "memory", "video"};
   for (const char* key : {"clocks_mhz", "max_clocks_mhz"}) {

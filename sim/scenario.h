@@ -100,6 +100,7 @@ struct GpuState {
   Opt<unsigned> fan_pct;
   Opt<unsigned> power_mw;
   Opt<unsigned> power_limit_mw;
+  Opt<unsigned> power_default_limit_mw;
   Opt<unsigned> clocks_mhz[4];  // Indexed by nvmlClockType_t: graphics, sm, memory, video.
   Opt<unsigned> max_clocks_mhz[4];
   Opt<unsigned> pstate;

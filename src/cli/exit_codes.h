@@ -30,6 +30,7 @@ enum ExitCode : int {
   kExitVerdictDegraded = 12,     // why, health: works, but not at full health.
   kExitVerdictFault = 13,        // why, health: hardware or driver fault.
   kExitVerdictUnknown = 14,      // why, health: could not look.
+  kExitVerdictNeverFits = 17,    // why --need: the need can never fit on this server.
 };
 
 // The table printed by --help and mirrored in the README.
@@ -51,13 +52,15 @@ inline constexpr const char* kExitCodeHelp =
     " 15  gpuwardend cannot be reached\n"
     " 16  gpuwardend refused: not your job, no such job, or not in that state\n"
     "watch: 0 after q; 128+N when signal N ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)\n"
-    "why and health report the verdict (status and events use the codes above):\n"
-    "  0  OK (why) / healthy (health)\n"
+    "why and health report the verdict (status and events use the codes above);\n"
+    "with --need, why answers the need first:\n"
+    "  0  OK (why: usable, or your --need fits now) / healthy (health)\n"
     " 10  BUSY: genuine shortage or contention (why)\n"
     " 11  RECLAIMABLE: capacity held by idle, orphaned, zombie or hidden holders (why)\n"
     " 12  DEGRADED: works, but not at full health\n"
     " 13  FAULT: hardware or driver fault\n"
-    " 14  UNKNOWN: could not look\n";
+    " 14  UNKNOWN: could not look\n"
+    " 17  NEVER_FITS: the --need can never fit on this server, even with every GPU empty (why)\n";
 
 }  // namespace gw::cli
 

@@ -50,6 +50,8 @@ int VerdictExitCode(diagnose::Verdict verdict) {
       return kExitVerdictFault;
     case diagnose::Verdict::kUnknown:
       return kExitVerdictUnknown;
+    case diagnose::Verdict::kNeverFits:
+      return kExitVerdictNeverFits;
   }
   return kExitVerdictUnknown;
 }

@@ -138,7 +138,8 @@ struct Gpu {
   Opt<int> temperature_shutdown_c;
   Opt<unsigned> fan_speed_pct;
   Opt<double> power_draw_w;
-  Opt<double> power_limit_w;  // Enforced limit.
+  Opt<double> power_limit_w;          // Enforced limit.
+  Opt<double> power_default_limit_w;  // The board's default limit (what it ships with).
   Clocks clocks;
   Opt<unsigned> pstate;  // 0..15.
   Opt<bool> persistence_mode;
@@ -208,8 +209,8 @@ struct HostProcess {
   std::vector<std::string> cmdline;  // argv; empty for kernel threads / zombies.
   Opt<ProcessState> state;
   Opt<pid_t> ppid;
-  Opt<pid_t> pgid;  // Process group (a training run and its workers share one).
-  Opt<pid_t> sid;   // Session; daemons lead their own.
+  Opt<pid_t> pgid;               // Process group (a training run and its workers share one).
+  Opt<pid_t> sid;                // Session; daemons lead their own.
   Opt<std::string> parent_comm;  // The parent's name, to tell orphans from services.
   Opt<int64_t> start_time_unix_ms;
   // Start time in clock ticks since boot (/proc/PID/stat field 22): exact, so
@@ -219,8 +220,8 @@ struct HostProcess {
   // The executable's path (/proc/PID/exe); needs root or the owner. A process
   // can rename itself (comm, argv[0]) but not this.
   Opt<std::string> exe;
-  Opt<double> age_s;    // At the snapshot's time.
-  Opt<double> cpu_pct;  // Average over the process's life (as ps), or over a window.
+  Opt<double> age_s;          // At the snapshot's time.
+  Opt<double> cpu_pct;        // Average over the process's life (as ps), or over a window.
   Opt<uint64_t> cpu_time_ms;  // utime + stime, for windowed CPU % from two snapshots.
   Opt<uint64_t> rss_bytes;
   ProcessOwner owner;

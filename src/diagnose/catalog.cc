@@ -28,8 +28,9 @@ constexpr FindingSpec kSpecs[] = {
          "Ask the owners of idle holders to free their memory (see IDLE_HOLDER findings)\n"
          "Need less memory: a smaller batch, bf16/fp16, gradient checkpointing",
      .explanation =
-         "Memory used on the GPU is at or above the full mark (95 % of its memory by default), "
-         "or, when you stated a need with --need, the GPU's free memory is smaller than what "
+         "The GPU's free memory is below its full mark, which is relative to its size: 10 % "
+         "of its memory and at least 1 GiB (8 GiB free on an 80 GiB GPU, 2.4 GiB on a 24 GiB "
+         "one), or, when you stated a need with --need, its free memory is smaller than what "
          "you asked for per GPU. A new CUDA program started there fails with \"CUDA out of "
          "memory\" even when its code is right.\n\n"
          "This is a resource shortage, not a fault. The finding lists the largest holders with "
@@ -41,17 +42,19 @@ constexpr FindingSpec kSpecs[] = {
      .category = C::kContention,
      .implies = V::kBusy,
      .actor = A::kUser,
-     .title = "GPU compute is saturated and shared",
+     .title = "GPU compute is saturated",
      .next_steps = "gpuwarden status --gpu <gpu>\n"
                    "Run on another GPU: gpuwarden why --need SIZE lists the ones that fit\n"
                    "On a shared server, queue jobs (Slurm, a job queue) instead of stacking them",
      .explanation =
          "The GPU's utilisation stayed at or above 90 % in every sample of the window "
-         "(sustained, not a spike), and work is waiting behind it: two or more processes share "
-         "the GPU, or your --need cannot be placed on any GPU that is not saturated.\n\n"
-         "Kernels of several processes on one GPU take turns (time-slicing): each runs slower "
-         "and a new job adds to the queue. Memory may still be free; compute is the shortage. "
-         "A single job using a GPU fully is normal use and is not reported."},
+         "(sustained, not a spike; one sample of an offline dump at that level is enough). "
+         "Even with memory left, a GPU whose compute is fully loaded makes new work wait: "
+         "kernels of several processes on one GPU take turns (time-slicing), so a new job runs "
+         "slower and slows the one already there. Memory may still be free; compute is the "
+         "shortage.\n\n"
+         "One process is enough: the GPU is busy for anyone else. The finding says whether "
+         "several processes share it and whether your --need could be placed elsewhere."},
     // ---- Holders ---------------------------------------------------------
     {.code = "IDLE_HOLDER",
      .severity = S::kWarning,
@@ -132,21 +135,43 @@ constexpr FindingSpec kSpecs[] = {
      .category = C::kHolder,
      .implies = V::kReclaimable,
      .actor = A::kAdmin,
-     .title = "GPU memory is used but no process is listed",
+     .title = "GPU memory is held, no process is listed, and the GPU does no work",
      .next_steps = "As root every process and device-file holder is visible: sudo gpuwarden why\n"
                    "Who holds the device files: sudo fuser -v /dev/nvidia*\n"
                    "In a container: run gpuwarden on the host to see other PID namespaces\n"
                    "admin: if nothing holds the GPU, the memory leaked in the driver: sudo "
                    "nvidia-smi -r -i <gpu>, or reboot",
      .explanation =
-         "At least 1 GiB is used on the GPU while the driver lists no process on it, in every "
-         "sample of the window. The finding names the likeliest cause, in this order: "
+         "At least 1 GiB is used on the GPU while the driver lists no process on it, and the "
+         "GPU's utilisation was idle (5 % or less) in every sample of a window of two samples or "
+         "more. A GPU that computes, or whose utilisation is unknown, or that was seen once, "
+         "gets HIDDEN_USE instead: that may be live work and is never called reclaimable. The "
+         "finding names the likeliest cause, in this order: "
          "gpuwarden runs in a container, and the driver only lists processes of the caller's "
          "PID namespace; processes that hold the GPU's device file without being listed; "
          "processes of other users hidden from a non-root caller (/proc mounted with hidepid, "
          "unreadable /proc/PID/fd); or, as root on the host with no holder at all, memory "
          "leaked by the driver after a crash.\n\n"
          "MIG-enabled GPUs are skipped: their processes are listed per instance."},
+    {.code = "HIDDEN_USE",
+     .severity = S::kInfo,
+     .category = C::kHolder,
+     .implies = V::kOk,
+     .actor = A::kAdmin,
+     .title = "GPU memory is used by processes this view cannot list",
+     .next_steps = "As root every process and device-file holder is visible: sudo gpuwarden why\n"
+                   "In a container: run gpuwarden on the host to see other PID namespaces\n"
+                   "Who holds the device files: sudo fuser -v /dev/nvidia*",
+     .explanation =
+         "At least 1 GiB is used on the GPU while the driver lists no process on it, and "
+         "gpuwarden cannot show that the memory is idle: the GPU computes (utilisation above "
+         "5 %), its utilisation is unknown, or it was seen in one sample only (an offline dump, "
+         "why --now), which cannot tell an idle holder from a job between two steps.\n\n"
+         "Work that computes with nothing listed runs in another PID namespace (a container "
+         "or VM the driver does not list here) or belongs to users hidden from you. It is live "
+         "work: it is never counted as reclaimable, and the GPU is busy or in use by its "
+         "memory and utilisation like any other. Look from the host, or as root, to see whose "
+         "it is."},
     {.code = "UNLISTED_DEVICE_HOLDER",
      .severity = S::kInfo,
      .category = C::kHolder,
@@ -227,8 +252,24 @@ constexpr FindingSpec kSpecs[] = {
                    "gpuwarden status",
      .explanation =
          "With --need N x SIZE: the server has fewer than N usable GPUs, no GPU has SIZE of "
-         "memory in total, or (with +nvlink) no N GPUs are joined by NVLink at all. Waiting "
-         "will not help; the request must change."},
+         "memory in total, or (with +nvlink) no N GPUs are joined by NVLink at all, counting "
+         "every GPU as empty and healthy. Waiting will not help; the request must change. "
+         "`why --need` then answers NEVER_FITS (exit code 17)."},
+    {.code = "NEED_UNKNOWN",
+     .severity = S::kWarning,
+     .category = C::kShortage,
+     .implies = V::kUnknown,
+     .actor = A::kUser,
+     .title = "Whether the request fits cannot be checked",
+     .next_steps = "gpuwarden status\n"
+                   "On the server itself (not from a dump): gpuwarden why --need <need>\n"
+                   "nvidia-smi topo -m",
+     .explanation =
+         "With --need: gpuwarden cannot tell whether the request fits, because what it would "
+         "have to know is unknown: the NVLink topology (an `nvidia-smi -q -x` dump has none, "
+         "and some drivers do not report it) when the need asks for +nvlink, or the memory of "
+         "every GPU. `why --need` then answers UNKNOWN (exit code 14) rather than guess; the "
+         "queue does not place such a job either."},
     // ---- Configuration ----------------------------------------------------
     {.code = "COMPUTE_MODE_EXCLUSIVE",
      .severity = S::kWarning,
@@ -700,14 +741,16 @@ constexpr FindingSpec kSpecs[] = {
      .category = C::kPower,
      .implies = V::kOk,
      .actor = A::kAdmin,
-     .title = "The clocks are held at the power limit",
+     .title = "The clocks are held at a power limit lowered below the default",
      .next_steps = "nvidia-smi -q -d POWER -i <gpu>\n"
                    "admin: to change the limit: sudo nvidia-smi -i <gpu> -pl WATTS",
      .explanation =
-         "The SW Power Cap clock-event reason was active in every sample: the GPU draws as much "
-         "as its power limit allows and the clocks are lowered to stay under it. This is normal "
-         "under full load; it is reported so that a lowered limit is not mistaken for a slow "
-         "GPU."},
+         "The SW Power Cap clock-event reason was active in every sample and the enforced power "
+         "limit is below 95 % of the board's default limit: someone lowered it, and the GPU "
+         "runs slower than it could. Drawing up to the default limit under full load is the GPU "
+         "working as designed and is not reported; neither is a limit whose default is "
+         "unknown.\n\n"
+         "If the limit was lowered on purpose (power budget, cooling), nothing is wrong."},
     // ---- Kernel log (Xid) --------------------------------------------------
     {.code = "XID_FATAL",
      .severity = S::kCritical,

@@ -40,9 +40,18 @@ TEST(DocsTest, NoSectionForAnUnknownCode) {
 TEST(DocsTest, EveryVerdictIsExplained) {
   const std::string doc = ReadDoc();
   for (Verdict v : {Verdict::kOk, Verdict::kBusy, Verdict::kReclaimable, Verdict::kDegraded,
-                    Verdict::kFault, Verdict::kUnknown}) {
+                    Verdict::kFault, Verdict::kUnknown, Verdict::kNeverFits}) {
     EXPECT_NE(doc.find("**" + std::string(VerdictName(v)) + "**"), std::string::npos)
         << VerdictName(v);
+  }
+}
+
+TEST(DocsTest, EveryGpuStateIsExplained) {
+  const std::string doc = ReadDoc();
+  for (GpuState st : {GpuState::kFree, GpuState::kInUse, GpuState::kBusy, GpuState::kReclaimable,
+                      GpuState::kDegraded, GpuState::kFault, GpuState::kUnknown}) {
+    EXPECT_NE(doc.find("| **" + std::string(GpuStateName(st)) + "** |"), std::string::npos)
+        << GpuStateName(st);
   }
 }
 

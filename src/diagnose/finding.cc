@@ -60,8 +60,30 @@ std::string_view VerdictName(Verdict verdict) {
       return "FAULT";
     case Verdict::kUnknown:
       return "UNKNOWN";
+    case Verdict::kNeverFits:
+      return "NEVER_FITS";
   }
   return "?";
+}
+
+std::string_view GpuStateName(GpuState state) {
+  switch (state) {
+    case GpuState::kFree:
+      return "free";
+    case GpuState::kInUse:
+      return "in_use";
+    case GpuState::kBusy:
+      return "busy";
+    case GpuState::kReclaimable:
+      return "reclaimable";
+    case GpuState::kDegraded:
+      return "degraded";
+    case GpuState::kFault:
+      return "fault";
+    case GpuState::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
 }
 
 std::string_view ActorName(Actor actor) {
@@ -86,6 +108,7 @@ int VerdictRank(Verdict verdict) {
       return 1;
     case Verdict::kBusy:
     case Verdict::kReclaimable:
+    case Verdict::kNeverFits:
       return 2;
     case Verdict::kDegraded:
       return 3;

@@ -34,7 +34,7 @@ enum class Category {
   kHardware,  // Other hardware faults (HW slowdown, fatal Xids).
 };
 
-// The state of a GPU or of the server, from bad to good:
+// The verdict on a GPU or on the server, from bad to good:
 // kFault > kDegraded > kBusy = kReclaimable > kUnknown > kOk.
 enum class Verdict {
   kOk,           // Usable; nothing stands in the way.
@@ -43,6 +43,22 @@ enum class Verdict {
   kDegraded,     // Works, but not at full health (slowdown, pending repair, link down).
   kFault,        // Broken: lost, driver dead, uncorrectable memory errors.
   kUnknown,      // We could not look (no permission, no driver library, no data).
+  // The server only, with a stated need: it can never be placed here, even
+  // with every GPU empty and healthy (too few GPUs, too small, no NVLink set).
+  kNeverFits,
+};
+
+// What a GPU is doing now, in words that mean what they say (docs/diagnosis.md
+// "GPU states"). Besides the verdict: a GPU in use with room left is OK for new
+// work, and so is a free one, but only the free one is counted as free.
+enum class GpuState {
+  kFree,         // No work seen and memory essentially free.
+  kInUse,        // Work running, with room left (free memory and compute headroom).
+  kBusy,         // Memory full or compute saturated by working processes, or closed to new work.
+  kReclaimable,  // Would be busy (or is mostly held), but its holders do no work.
+  kDegraded,
+  kFault,
+  kUnknown,  // Could not be read: never healthy, never free.
 };
 
 // Who must act on a finding.
@@ -89,10 +105,11 @@ struct Finding {
 std::string_view SeverityName(Severity severity);
 std::string_view CategoryName(Category category);
 std::string_view VerdictName(Verdict verdict);  // Upper case: "OK", "BUSY", "FAULT", ...
+std::string_view GpuStateName(GpuState state);  // "free", "in_use", "busy", ...
 std::string_view ActorName(Actor actor);
 
-// How bad a verdict is, for "the worst wins": Ok 0, Unknown 1, Busy and
-// Reclaimable 2, Degraded 3, Fault 4.
+// How bad a verdict is, for "the worst wins": Ok 0, Unknown 1, Busy,
+// Reclaimable and NeverFits 2, Degraded 3, Fault 4.
 int VerdictRank(Verdict verdict);
 
 // The machine number of the evidence called `name`, if the finding has it.

@@ -293,9 +293,23 @@ Opt<double> UsedPct(const Gpu& gpu) {
          static_cast<double>(*gpu.memory.total_bytes);
 }
 
+uint64_t FullMarkFreeBytes(uint64_t total_bytes, const DiagnoseOptions& options) {
+  const auto relative =
+      static_cast<uint64_t>(static_cast<double>(total_bytes) * options.vram_full_free_pct / 100.0);
+  return std::min(total_bytes, std::max(relative, options.vram_full_min_free_bytes));
+}
+
 bool VramFull(const Gpu& gpu, const DiagnoseOptions& options) {
-  Opt<double> pct = UsedPct(gpu);
-  return pct && *pct >= options.vram_full_pct;
+  const Opt<uint64_t> free = FreeBytes(gpu);
+  if (!free || !gpu.memory.total_bytes || *gpu.memory.total_bytes == 0) return false;
+  return *free < FullMarkFreeBytes(*gpu.memory.total_bytes, options);
+}
+
+bool MemoryEssentiallyFree(const Gpu& gpu, const DiagnoseOptions& options) {
+  if (!gpu.memory.used_bytes || !gpu.memory.total_bytes) return false;
+  const auto relative = static_cast<uint64_t>(static_cast<double>(*gpu.memory.total_bytes) *
+                                              options.free_used_pct / 100.0);
+  return *gpu.memory.used_bytes <= std::max(relative, options.free_used_min_bytes);
 }
 
 bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptions& options) {

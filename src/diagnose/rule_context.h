@@ -121,7 +121,13 @@ void AddCatalogSteps(Finding& finding, StepValues values = {});
 // GPU-level facts several rules share.
 Opt<uint64_t> FreeBytes(const Gpu& gpu);
 Opt<double> UsedPct(const Gpu& gpu);
+// The free memory below which a GPU of `total_bytes` is full:
+// max(vram_full_free_pct % of it, vram_full_min_free_bytes), at most the total.
+uint64_t FullMarkFreeBytes(uint64_t total_bytes, const DiagnoseOptions& options);
+// Free memory known and below the full mark.
 bool VramFull(const Gpu& gpu, const DiagnoseOptions& options);
+// Used memory known and at most max(free_used_pct % of total, free_used_min_bytes).
+bool MemoryEssentiallyFree(const Gpu& gpu, const DiagnoseOptions& options);
 // Utilisation >= saturated_util_pct in every sample where it is known (and
 // known in at least one).
 bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptions& options);

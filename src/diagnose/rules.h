@@ -47,9 +47,16 @@ std::string FormatNeed(const NeedRequest& need);
 // Thresholds and the caller's context. Defaults are documented in
 // docs/diagnosis.md; the catalog's texts quote them.
 struct DiagnoseOptions {
-  // VRAM_EXHAUSTED: used >= this % of total.
-  double vram_full_pct = 95;
-  // COMPUTE_SATURATED: utilisation >= this in every sample.
+  // VRAM_EXHAUSTED: a GPU is full when its free memory is below
+  // max(vram_full_free_pct % of its total, vram_full_min_free_bytes): relative
+  // to its size (8 GiB free on an 80 GiB GPU, 1.6 GiB on a 16 GiB one).
+  double vram_full_free_pct = 10;
+  uint64_t vram_full_min_free_bytes = kGiB;
+  // GPU state "free": used <= max(free_used_pct % of total, free_used_min_bytes)
+  // with no compute process and utilisation <= idle_util_max_pct.
+  double free_used_pct = 2;
+  uint64_t free_used_min_bytes = uint64_t{256} << 20;
+  // COMPUTE_SATURATED: utilisation >= this in every sample (one process is enough).
   double saturated_util_pct = 90;
   // IDLE_HOLDER: holds >= this, SM 0 % in every known sample, lived >= idle_holder_min_age_s.
   uint64_t idle_holder_min_bytes = kGiB;

@@ -58,13 +58,15 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
     const uint64_t total = *gpu.memory.total_bytes, used = *gpu.memory.used_bytes;
     const double pct = *UsedPct(gpu);
     const Opt<uint64_t> free = FreeBytes(gpu);
-    const bool full = pct >= o.vram_full_pct;
+    const bool full = VramFull(gpu, o);
     const bool short_of_need = o.need && free && *free < o.need->bytes_per_gpu;
     if (!full && !short_of_need) continue;
 
     std::string message =
-        full ? fmt::format("GPU {} memory is {} full: {} of {} used", gpu.index, Pct(pct),
-                           FormatBytes(used), FormatBytes(total))
+        full ? fmt::format("GPU {} memory is {} full: {} of {} used, {} free (full below {})",
+                           gpu.index, Pct(pct), FormatBytes(used), FormatBytes(total),
+                           free ? FormatBytes(*free) : std::string("?"),
+                           FormatBytes(FullMarkFreeBytes(total, o)))
              : fmt::format("GPU {} has {} free, less than the {} per GPU you need", gpu.index,
                            FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu));
     Finding f = MakeFinding("VRAM_EXHAUSTED", {gpu.index}, {}, std::move(message), Gib(used));
@@ -73,6 +75,7 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
         fmt::format("{} of {} ({})", FormatBytes(used), FormatBytes(total), Pct(pct))));
     f.evidence.push_back(NumberEvidence("used_pct", pct, "%", Pct(pct)));
     if (free) f.evidence.push_back(BytesEvidence("free", *free));
+    f.evidence.push_back(BytesEvidence("full_below_free", FullMarkFreeBytes(total, o)));
     if (o.need) f.evidence.push_back(BytesEvidence("need_per_gpu", o.need->bytes_per_gpu));
     if (!gpu.processes_known) {
       f.evidence.push_back(TextEvidence("holders", "unknown (process list not read)"));
@@ -120,7 +123,6 @@ void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
       }
     }
     const bool shared = pids.size() >= 2;
-    if (!shared && !need_blocked) continue;
 
     unsigned min_util = 100, known = 0;
     for (const Gpu* g : ctx.Series(i)) {
@@ -128,11 +130,16 @@ void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
       min_util = std::min(min_util, *g->utilization_gpu_pct);
       ++known;
     }
-    std::string why =
-        shared ? fmt::format("shared by {} processes of {} user{}", pids.size(), users.size(),
-                             users.size() == 1 ? "" : "s")
-               : fmt::format("and your need {} cannot be placed on a GPU that is not saturated",
-                             FormatNeed(*o.need));
+    // Even with memory left, a GPU whose compute is fully loaded makes new work
+    // wait (kernels take turns): one process is enough.
+    std::string why = shared ? fmt::format("shared by {} processes of {} user{}", pids.size(),
+                                           users.size(), users.size() == 1 ? "" : "s")
+                      : pids.size() == 1 ? fmt::format("by one process of {}", *users.begin())
+                                         : std::string("by work this view does not list");
+    if (need_blocked) {
+      why += fmt::format("; your need {} cannot be placed on a GPU that is not saturated",
+                         FormatNeed(*o.need));
+    }
     Finding f =
         MakeFinding("COMPUTE_SATURATED", {gpu.index}, {pids.begin(), pids.end()},
                     fmt::format("GPU {} was at least {:.0f} % busy {}, {}", gpu.index,
@@ -159,10 +166,22 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   const NeedRequest& need = *o.need;
   std::vector<GpuRoom> rooms = CollectRooms(latest);
-  if (rooms.empty()) return;  // No GPU memory known: nothing to place on.
-  Placement p = PlaceNeed(need, rooms, latest.topology);
   const std::string need_text = FormatNeed(need);
   const double wanted_gib = Gib(need.bytes_per_gpu) * need.gpus;
+  if (rooms.empty()) {
+    Finding f = MakeFinding(
+        "NEED_UNKNOWN", {}, {},
+        fmt::format("Whether your need {} fits cannot be checked: no GPU's memory is known",
+                    need_text),
+        wanted_gib);
+    f.evidence.push_back(TextEvidence("need", need_text));
+    StepValues values;
+    values.need = need_text;
+    AddCatalogSteps(f, values);
+    out.push_back(std::move(f));
+    return;
+  }
+  Placement p = PlaceNeed(need, rooms, latest.topology);
 
   std::string per_gpu;
   for (const GpuRoom& room : rooms) {
@@ -174,63 +193,72 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   values.need = need_text;
 
   Finding f;
-  switch (p.outcome) {
-    case PlacementOutcome::kFits: {
-      std::string where;
-      for (unsigned g : p.gpus) {
-        auto room = std::find_if(rooms.begin(), rooms.end(),
-                                 [&](const GpuRoom& r) { return r.index == g; });
-        if (!where.empty()) where += ", ";
-        where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes));
+  if (p.nvlink_unchecked && p.outcome != PlacementOutcome::kNeverFits) {
+    // GPUs with room exist, but whether they are joined by NVLink is unknown:
+    // the need is not promised (the queue would not place it either).
+    f = MakeFinding(
+        "NEED_UNKNOWN", {}, {},
+        fmt::format("Whether your need {} fits cannot be checked: it asks for NVLink "
+                    "and the NVLink topology is unknown{}",
+                    need_text, ctx.live() ? "" : " (an nvidia-smi dump does not record it)"),
+        wanted_gib);
+  } else {
+    switch (p.outcome) {
+      case PlacementOutcome::kFits: {
+        std::string where;
+        for (unsigned g : p.gpus) {
+          auto room = std::find_if(rooms.begin(), rooms.end(),
+                                   [&](const GpuRoom& r) { return r.index == g; });
+          if (!where.empty()) where += ", ";
+          where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes));
+        }
+        f = MakeFinding("NEED_FITS", p.gpus, {},
+                        fmt::format("Your need {} fits now on {}", need_text, where), wanted_gib);
+        values.gpus = GpuList(f.gpus);
+        break;
       }
-      f = MakeFinding(
-          "NEED_FITS", p.gpus, {},
-          fmt::format("Your need {} fits now on {}{}", need_text, where,
-                      p.nvlink_unchecked ? " (NVLink not checked: topology unknown)" : ""),
-          wanted_gib);
-      values.gpus = GpuList(f.gpus);
-      break;
-    }
-    case PlacementOutcome::kFragmented:
-      f = MakeFinding(
-          "FRAGMENTED", {}, {},
-          need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
-              ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
-                            "NVLink, as {} asks",
-                            p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus, need_text)
-              : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
-                            "{} {} free",
-                            FormatBytes(p.free_total), need_text, p.gpus_with_room,
-                            p.gpus_with_room == 1 ? "" : "s",
-                            p.gpus_with_room == 1 ? "has" : "have",
-                            FormatBytes(need.bytes_per_gpu)),
-          wanted_gib);
-      break;
-    case PlacementOutcome::kUnsatisfiable:
-      f = MakeFinding(
-          "NEED_UNSATISFIABLE", {}, {},
-          fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
-                      FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
-          wanted_gib);
-      break;
-    case PlacementOutcome::kNeverFits: {
-      unsigned big = 0;
-      uint64_t largest = 0;
-      for (const GpuRoom& room : rooms) {
-        if (room.total_bytes >= need.bytes_per_gpu) ++big;
-        largest = std::max(largest, room.total_bytes);
+      case PlacementOutcome::kFragmented:
+        f = MakeFinding(
+            "FRAGMENTED", {}, {},
+            need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
+                ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
+                              "NVLink, as {} asks",
+                              p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus,
+                              need_text)
+                : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
+                              "{} {} free",
+                              FormatBytes(p.free_total), need_text, p.gpus_with_room,
+                              p.gpus_with_room == 1 ? "" : "s",
+                              p.gpus_with_room == 1 ? "has" : "have",
+                              FormatBytes(need.bytes_per_gpu)),
+            wanted_gib);
+        break;
+      case PlacementOutcome::kUnsatisfiable:
+        f = MakeFinding(
+            "NEED_UNSATISFIABLE", {}, {},
+            fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
+                        FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
+            wanted_gib);
+        break;
+      case PlacementOutcome::kNeverFits: {
+        unsigned big = 0;
+        uint64_t largest = 0;
+        for (const GpuRoom& room : rooms) {
+          if (room.total_bytes >= need.bytes_per_gpu) ++big;
+          largest = std::max(largest, room.total_bytes);
+        }
+        std::string why =
+            largest < need.bytes_per_gpu
+                ? fmt::format("the largest GPU has {} in total", FormatBytes(largest))
+            : big < need.gpus
+                ? fmt::format("only {} GPU{} {} that much memory", big, big == 1 ? "" : "s",
+                              big == 1 ? "has" : "have")
+                : fmt::format("no {} GPUs large enough are all joined by NVLink", need.gpus);
+        f = MakeFinding("NEED_EXCEEDS_SERVER", {}, {},
+                        fmt::format("Your need {} can never fit here: {}", need_text, why),
+                        wanted_gib);
+        break;
       }
-      std::string why =
-          largest < need.bytes_per_gpu
-              ? fmt::format("the largest GPU has {} in total", FormatBytes(largest))
-          : big < need.gpus
-              ? fmt::format("only {} GPU{} {} that much memory", big, big == 1 ? "" : "s",
-                            big == 1 ? "has" : "have")
-              : fmt::format("no {} GPUs large enough are all joined by NVLink", need.gpus);
-      f = MakeFinding("NEED_EXCEEDS_SERVER", {}, {},
-                      fmt::format("Your need {} can never fit here: {}", need_text, why),
-                      wanted_gib);
-      break;
     }
   }
   f.evidence.push_back(TextEvidence("need", need_text));

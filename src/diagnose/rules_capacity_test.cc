@@ -46,13 +46,26 @@ TEST(VramExhaustedTest, FullGpuWithTopHolders) {
   EXPECT_THAT(f.next_steps.front(), "gpuwarden status --gpu 0");
 }
 
-TEST(VramExhaustedTest, BelowThresholdIsNothing) {
-  Snapshot s = HealthyServer(1);
-  Fill(s, 0, 75, 100);  // 93.8 %.
-  EXPECT_EQ(Count(RunOne(s), "VRAM_EXHAUSTED"), 0u);
+TEST(VramExhaustedTest, TheFullMarkIsRelativeToTheGpusSize) {
+  // 80 GiB GPU: full below 8 GiB free (10 %). 94.6 % full is full; 87.5 % is not.
+  Snapshot s = HealthyServer(2);
+  Fill(s, 0, 75, 100);  // 93.8 %: 5 GiB free.
+  Fill(s, 1, 70, 101);  // 87.5 %: 10 GiB free.
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "VRAM_EXHAUSTED"), 1u);
+  EXPECT_THAT(Find(findings, "VRAM_EXHAUSTED")->gpus, ElementsAre(0));
+  EXPECT_THAT(Find(findings, "VRAM_EXHAUSTED")->message, HasSubstr("(full below 8 GiB)"));
+  // A 16 GiB GPU with 1.5 GiB free is full (below 1.6 GiB); the mark never falls under 1 GiB.
+  Snapshot small = HealthyServer(1);
+  GpuAt(small, 0)->memory.total_bytes = 16 * kGiB;
+  GpuAt(small, 0)->memory.used_bytes = 0;
+  GpuAt(small, 0)->memory.free_bytes = 16 * kGiB;
+  GpuAt(small, 0)->memory.reserved_bytes.reset();
+  AddProcess(small, {.pid = 7, .gpu = 0, .bytes = 14 * kGiB + kGiB / 2, .sm = 50});
+  EXPECT_EQ(Count(RunOne(small), "VRAM_EXHAUSTED"), 1u);
   DiagnoseOptions o;
-  o.vram_full_pct = 90;
-  EXPECT_EQ(Count(RunOne(s, o), "VRAM_EXHAUSTED"), 1u);
+  o.vram_full_free_pct = 5;  // 4 GiB on 80 GiB: GPU 0 (5 GiB free) is no longer full.
+  EXPECT_EQ(Count(RunOne(s, o), "VRAM_EXHAUSTED"), 0u);
 }
 
 TEST(VramExhaustedTest, ShortOfTheNeed) {
@@ -81,6 +94,7 @@ TEST(VramExhaustedTest, NoDataNoFinding) {
 TEST(VramExhaustedTest, UnknownHoldersAreSaid) {
   Snapshot s = HealthyServer(1);
   GpuAt(s, 0)->memory.used_bytes = 79 * kGiB;
+  GpuAt(s, 0)->memory.free_bytes = kGiB / 2;
   GpuAt(s, 0)->processes_known = false;
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "VRAM_EXHAUSTED"), 1u);
@@ -119,22 +133,27 @@ TEST(ComputeSaturatedTest, OneDipIsNotSustained) {
   EXPECT_EQ(Count(RunRules(window, {}), "COMPUTE_SATURATED"), 0u);
 }
 
-TEST(ComputeSaturatedTest, OneJobUsingItsGpuIsNormal) {
+// Issue class "free that is not free": even with memory left, one job that
+// loads a GPU fully makes new work wait there.
+TEST(ComputeSaturatedTest, OneJobSaturatingItsGpuIsEnough) {
   Snapshot s = HealthyServer(2);
   Fill(s, 0, 40, 100, 99);
   SetLoad(s, 0, 100);
-  EXPECT_EQ(Count(RunOne(s), "COMPUTE_SATURATED"), 0u);
-  // ... unless the caller's need finds no unsaturated GPU.
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "COMPUTE_SATURATED"), 1u);
+  EXPECT_THAT(Find(findings, "COMPUTE_SATURATED")->message, HasSubstr("by one process of"));
+  EXPECT_THAT(Find(findings, "COMPUTE_SATURATED")->pids, ElementsAre(100));
+  // The caller's need is told when no unsaturated GPU can take it.
   Fill(s, 1, 40, 101, 99);
   SetLoad(s, 1, 100);
   DiagnoseOptions o;
   o.need = *ParseNeed("10G");
-  auto findings = RunOne(s, o);
+  findings = RunOne(s, o);
   EXPECT_EQ(Count(findings, "COMPUTE_SATURATED"), 2u);
   EXPECT_THAT(Find(findings, "COMPUTE_SATURATED")->message, HasSubstr("your need 10G"));
-  // One GPU free of compute: the need can go there.
-  SetLoad(s, 1, 10);
-  EXPECT_EQ(Count(RunOne(s, o), "COMPUTE_SATURATED"), 0u);
+  // Below the mark: nothing.
+  SetLoad(s, 1, 80);
+  EXPECT_EQ(Count(RunOne(s, o), "COMPUTE_SATURATED"), 1u);
 }
 
 TEST(ComputeSaturatedTest, UnknownUtilizationSkips) {

@@ -536,6 +536,10 @@ void RuleIdleThermal(const RuleContext& ctx, std::vector<Finding>& out) {
   }
 }
 
+// A power limit below this fraction of the default was lowered on purpose
+// (boards differ from their default by a few watts at most).
+constexpr double kLoweredPowerLimitFraction = 0.95;
+
 void RuleClockEvents(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   for (size_t i = 0; i < latest.gpus.size(); ++i) {
@@ -566,7 +570,15 @@ void RuleClockEvents(const RuleContext& ctx, std::vector<Finding>& out) {
     if (all & clock_event::kSwThermalSlowdown) {
       emit("SW_THERMAL_SLOWDOWN", "the driver slows the clocks for temperature");
     }
-    if (all & clock_event::kSwPowerCap) emit("POWER_CAPPED", "clocks held at the power limit");
+    // Drawing up to the power limit under load is the GPU working as designed;
+    // it is a finding only when the limit was lowered below the board's default.
+    if ((all & clock_event::kSwPowerCap) && gpu.power_limit_w && gpu.power_default_limit_w &&
+        *gpu.power_limit_w < kLoweredPowerLimitFraction * *gpu.power_default_limit_w) {
+      emit(
+          "POWER_CAPPED",
+          fmt::format("clocks held at a power limit of {:.0f} W, lowered from the default {:.0f} W",
+                      *gpu.power_limit_w, *gpu.power_default_limit_w));
+    }
   }
 }
 

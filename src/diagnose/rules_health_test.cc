@@ -282,8 +282,20 @@ TEST(ClockEventsTest, Sustained) {
   ASSERT_EQ(Count(findings, "HW_POWER_BRAKE"), 1u);
   EXPECT_THAT(Find(findings, "HW_POWER_BRAKE")->gpus, ElementsAre(2));
   ASSERT_EQ(Count(findings, "SW_THERMAL_SLOWDOWN"), 1u);
+  // At its own limit under load the GPU works as designed (issue class "normal
+  // operation reported as a finding"): the default limit is unknown here...
+  EXPECT_EQ(Count(findings, "POWER_CAPPED"), 0u);
+  // ... or equal to the enforced one.
+  GpuAt(s, 4)->power_default_limit_w = 700;
+  EXPECT_EQ(Count(RunRules(Window(s, 3), {}), "POWER_CAPPED"), 0u);
+  // A limit lowered below the default is worth saying.
+  GpuAt(s, 4)->power_limit_w = 400;
+  findings = RunRules(Window(s, 3), {});
   ASSERT_EQ(Count(findings, "POWER_CAPPED"), 1u);
   EXPECT_EQ(Find(findings, "POWER_CAPPED")->severity, Severity::kInfo);
+  EXPECT_EQ(Find(findings, "POWER_CAPPED")->implies, Verdict::kOk);
+  EXPECT_THAT(Find(findings, "POWER_CAPPED")->message,
+              HasSubstr("400 W, lowered from the default 700 W"));
 }
 
 TEST(ClockEventsTest, TransientOrUnknownIsNothing) {

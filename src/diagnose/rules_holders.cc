@@ -266,6 +266,20 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     }
     if (!invisible || seen == 0 || !gpu.processes_known || !gpu.memory.used_bytes) continue;
     const uint64_t used = *gpu.memory.used_bytes;
+    // Reclaimable only when the GPU is known to do no work: utilisation known
+    // and idle in every sample of a window (one sample cannot tell an idle
+    // holder from a job between two steps). A GPU that computes with nothing
+    // listed runs live work this view cannot see (another PID namespace, a
+    // user hidden from us): never reclaimable.
+    unsigned util_known = 0;
+    unsigned util_max = 0;
+    for (const Gpu* g : ctx.Series(i)) {
+      if (g == nullptr || !g->utilization_gpu_pct) continue;
+      ++util_known;
+      util_max = std::max(util_max, *g->utilization_gpu_pct);
+    }
+    const bool computes = util_known > 0 && util_max > o.idle_util_max_pct;
+    const bool provably_idle = util_known >= 2 && !computes;
 
     // Device-file holders the driver does not list are the first suspects.
     std::vector<pid_t> holders;
@@ -278,7 +292,24 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       }
     }
     std::string likeliest;
-    if (!ctx.live()) {
+    if (computes) {
+      likeliest =
+          !ctx.live() ? "live work the nvidia-smi that made this dump could not list (it ran in "
+                        "a container: the driver lists only the caller's PID namespace)"
+          : o.in_container
+              ? "live work in another PID namespace: gpuwarden runs in a container and "
+                "the driver lists only this container's processes"
+          : !holders.empty() ? fmt::format(
+                                   "live work of PID{} {}, which hold{} /dev/nvidia* of this GPU "
+                                   "without being listed",
+                                   holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
+                                   holders.size() == 1 ? "s" : "")
+          : !o.caller_is_root
+              ? "live work of other users hidden from you (hidepid or unreadable "
+                "/proc/PID/fd); sudo gpuwarden why shows them"
+              : "live work in another PID namespace (a container or VM whose processes "
+                "the driver does not list here)";
+    } else if (!ctx.live()) {
       likeliest =
           "the nvidia-smi that made this dump ran in a container (the driver lists only the "
           "caller's PID namespace), or the memory leaked in the driver";
@@ -299,8 +330,30 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
           "memory leaked in the driver: nothing on this host holds the GPU; an administrator "
           "must reset it";
     }
+    if (!provably_idle) {
+      const std::string util =
+          util_known == 0 ? std::string("utilisation unknown")
+          : computes      ? fmt::format("the GPU computes ({} %)", util_max)
+                          : "idle in the one sample, which cannot tell idle from between two steps";
+      Finding f = MakeFinding(
+          "HIDDEN_USE", {gpu.index}, holders,
+          fmt::format("GPU {} has {} in use by processes this view cannot list ({}); likeliest: {}",
+                      gpu.index, FormatBytes(used), util, likeliest),
+          Gib(used));
+      f.evidence.push_back(BytesEvidence("used", used));
+      f.evidence.push_back(TextEvidence("likeliest", likeliest));
+      if (util_known > 0) {
+        f.evidence.push_back(NumberEvidence("utilization_max", util_max, "%",
+                                            fmt::format("{} % (highest of {} sample{})", util_max,
+                                                        util_known, util_known == 1 ? "" : "s")));
+      }
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+      continue;
+    }
     Finding f = MakeFinding("INVISIBLE_HOLDER", {gpu.index}, holders,
-                            fmt::format("GPU {} has {} in use but lists no process; likeliest: {}",
+                            fmt::format("GPU {} has {} in use but lists no process and does no "
+                                        "work; likeliest: {}",
                                         gpu.index, FormatBytes(used), likeliest),
                             Gib(used));
     AddHeld(f, used);

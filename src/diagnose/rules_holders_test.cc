@@ -5,6 +5,7 @@
 
 #include "diagnose/rules.h"
 #include "diagnose/test_util.h"
+#include "diagnose/verdict.h"
 
 namespace gw::diagnose {
 namespace {
@@ -280,12 +281,16 @@ TEST(UninterruptibleHolderTest, BriefDIsNormal) {
   EXPECT_EQ(Count(RunRules(window, {}), "UNINTERRUPTIBLE_HOLDER"), 0u);
 }
 
+// Invisible holders are judged over a window: one sample cannot tell an idle
+// holder from a job between two steps.
+std::vector<Snapshot> Idle(const Snapshot& s) { return Window(s, 3); }
+
 TEST(InvisibleHolderTest, CausesInOrder) {
   Snapshot s = HealthyServer(2);
   GpuAt(s, 1)->memory.used_bytes = 23 * kGiB;
   DiagnoseOptions o;
   o.caller_is_root = true;
-  auto findings = RunOne(s, o);
+  auto findings = RunRules(Idle(s), o);
   ASSERT_EQ(Count(findings, "INVISIBLE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "INVISIBLE_HOLDER");
   EXPECT_THAT(f.gpus, ElementsAre(1));
@@ -294,19 +299,61 @@ TEST(InvisibleHolderTest, CausesInOrder) {
   EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 23.0 * kGiB);
 
   o.caller_is_root = false;
-  EXPECT_THAT(Find(RunOne(s, o), "INVISIBLE_HOLDER")->message,
+  EXPECT_THAT(Find(RunRules(Idle(s), o), "INVISIBLE_HOLDER")->message,
               HasSubstr("processes of other users hidden from you"));
 
   // A process holds the device file without being listed.
   Snapshot held = s;
   AddProcess(held, {.pid = 9100, .gpu = 1, .listed = false});
-  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->message,
+  EXPECT_THAT(Find(RunRules(Idle(held), o), "INVISIBLE_HOLDER")->message,
               HasSubstr("PID 9100 holds /dev/nvidia* of this GPU without being listed"));
-  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->pids, ElementsAre(9100));
+  EXPECT_THAT(Find(RunRules(Idle(held), o), "INVISIBLE_HOLDER")->pids, ElementsAre(9100));
 
   o.in_container = true;
-  EXPECT_THAT(Find(RunOne(held, o), "INVISIBLE_HOLDER")->message,
+  EXPECT_THAT(Find(RunRules(Idle(held), o), "INVISIBLE_HOLDER")->message,
               HasSubstr("gpuwarden runs in a container"));
+}
+
+// Issue class "reclaimable that is live work": memory with no process listed
+// on a GPU that computes is work in another PID namespace.
+TEST(InvisibleHolderTest, AComputingGpuIsLiveWorkNeverReclaimable) {
+  Snapshot s = HealthyServer(4);
+  for (unsigned i = 0; i < 4; ++i) {
+    GpuAt(s, i)->memory.used_bytes = 70 * kGiB;
+    GpuAt(s, i)->memory.free_bytes = 10 * kGiB;
+    SetLoad(s, i, 97 + i);
+  }
+  DiagnoseOptions o;
+  o.caller_is_root = true;
+  const auto window = Window(s, 3);
+  const auto findings = RunRules(window, o);
+  EXPECT_EQ(Count(findings, "INVISIBLE_HOLDER"), 0u);
+  ASSERT_EQ(Count(findings, "HIDDEN_USE"), 4u);
+  const Finding& f = *Find(findings, "HIDDEN_USE");
+  EXPECT_EQ(f.implies, Verdict::kOk);
+  EXPECT_THAT(f.message, HasSubstr("the GPU computes"));
+  EXPECT_THAT(f.message, HasSubstr("live work"));
+  const Diagnosis d = Diagnose(window, o);
+  for (const GpuVerdict& g : d.gpus) {
+    EXPECT_EQ(g.reclaimable_bytes, 0u) << g.line;
+    EXPECT_NE(g.verdict, Verdict::kReclaimable) << g.line;
+    EXPECT_NE(g.state, GpuState::kReclaimable) << g.line;
+  }
+  EXPECT_NE(d.server, Verdict::kReclaimable) << d.summary;
+  EXPECT_EQ(d.summary.find("could free"), std::string::npos) << d.summary;
+}
+
+TEST(InvisibleHolderTest, OneSampleOrUnknownUtilisationIsNotProofOfIdleness) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 0)->memory.used_bytes = 30 * kGiB;
+  GpuAt(s, 1)->memory.used_bytes = 30 * kGiB;
+  GpuAt(s, 1)->utilization_gpu_pct.reset();
+  auto findings = RunOne(s);
+  EXPECT_EQ(Count(findings, "INVISIBLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(findings, "HIDDEN_USE"), 2u);
+  findings = RunRules(Window(s, 3), {});
+  EXPECT_EQ(Count(findings, "INVISIBLE_HOLDER"), 1u);  // GPU 0, idle in every sample.
+  EXPECT_EQ(Count(findings, "HIDDEN_USE"), 1u);        // GPU 1, utilisation unknown.
 }
 
 TEST(InvisibleHolderTest, NoDataOrTransientNoFinding) {
@@ -323,7 +370,7 @@ TEST(InvisibleHolderTest, NoDataOrTransientNoFinding) {
   exiting.used_memory_bytes = 20 * kGiB;
   window[0].gpus[4].processes.push_back(exiting);
   EXPECT_EQ(Count(RunRules(window, {}), "INVISIBLE_HOLDER"), 0u);
-  EXPECT_EQ(Count(RunOne(window.back()), "INVISIBLE_HOLDER"), 1u);
+  EXPECT_EQ(Count(RunRules(Window(window.back(), 2), {}), "INVISIBLE_HOLDER"), 1u);
 }
 
 TEST(InvisibleHolderTest, OfflineDump) {
@@ -333,7 +380,9 @@ TEST(InvisibleHolderTest, OfflineDump) {
   GpuAt(s, 0)->memory.used_bytes = 30 * kGiB;
   DiagnoseOptions o;
   o.in_container = true;  // Where gpuwarden runs says nothing about the dump.
-  EXPECT_THAT(Find(RunOne(s, o), "INVISIBLE_HOLDER")->message,
+  const auto findings = RunOne(s, o);
+  EXPECT_EQ(Count(findings, "INVISIBLE_HOLDER"), 0u);  // One sample: not provably idle.
+  EXPECT_THAT(Find(findings, "HIDDEN_USE")->message,
               HasSubstr("the nvidia-smi that made this dump ran in a container"));
 }
 

@@ -103,6 +103,17 @@ std::string UsageText(const Snapshot& latest, const Gpu& gpu) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// "10.0 GiB free, 60 % compute free" (the parts that are known).
+std::string RoomText(const GpuVerdict& v) {
+  std::vector<std::string> parts;
+  if (v.room_free_bytes) parts.push_back(FormatBytes(*v.room_free_bytes) + " free");
+  if (v.room_compute_free_pct) {
+    parts.push_back(fmt::format("{:.0f} % compute free", *v.room_compute_free_pct));
+  }
+  if (parts.empty()) return "unknown";
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 size_t CountCode(std::span<const Finding> findings, std::string_view code) {
   return std::count_if(findings.begin(), findings.end(),
                        [&](const Finding& f) { return f.code == code; });
@@ -113,6 +124,168 @@ const Finding* FirstWithCode(std::span<const Finding> findings, std::string_view
     if (f.code == code) return &f;
   }
   return nullptr;
+}
+
+// Whether the need fits once the reclaimable holders are freed (their
+// memory, and exclusive-mode GPUs whose only users they are).
+bool FitsAfterReclaim(const Snapshot& latest, std::span<const Finding> ranked,
+                      const NeedRequest& need) {
+  const Reclaim reclaim = CollectReclaim(ranked);
+  if (reclaim.bytes.empty() && reclaim.pids.empty()) return false;
+  std::set<unsigned> exclusive_freed;
+  for (const Finding& f : ranked) {
+    if (f.code != "COMPUTE_MODE_EXCLUSIVE" || f.gpus.empty()) continue;
+    auto it = reclaim.pids.find(f.gpus.front());
+    if (it != reclaim.pids.end() &&
+        std::all_of(f.pids.begin(), f.pids.end(), [&](pid_t p) { return it->second.count(p); })) {
+      exclusive_freed.insert(f.gpus.front());
+    }
+  }
+  std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed);
+  const Placement p = PlaceNeed(need, rooms, latest.topology);
+  return p.outcome == PlacementOutcome::kFits && !p.nvlink_unchecked;
+}
+
+// The server's verdict on a stated need (Diagnosis::server).
+Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
+                   std::span<const Finding> ranked, const NeedRequest& need) {
+  if (FirstWithCode(ranked, "NEED_UNKNOWN") != nullptr) return Verdict::kUnknown;
+  if (FirstWithCode(ranked, "NEED_EXCEEDS_SERVER") != nullptr) return Verdict::kNeverFits;
+  if (FirstWithCode(ranked, "NEED_FITS") != nullptr) return Verdict::kOk;
+  if (FirstWithCode(ranked, "FRAGMENTED") == nullptr &&
+      FirstWithCode(ranked, "NEED_UNSATISFIABLE") == nullptr) {
+    return Verdict::kUnknown;  // The need rule could not judge (no GPU memory known).
+  }
+  if (FitsAfterReclaim(latest, ranked, need)) return Verdict::kReclaimable;
+  // Would it fit on the GPUs that can take work, were they empty? Then work
+  // holds the room: BUSY. Otherwise it needs GPUs that are broken, degraded
+  // or unreadable: their verdict.
+  std::map<unsigned, uint64_t> everything;
+  std::set<unsigned> all;
+  int worst_unusable = -1;
+  Verdict worst_verdict = Verdict::kBusy;
+  for (const Gpu& gpu : latest.gpus) {
+    if (gpu.memory.total_bytes) everything[gpu.index] = *gpu.memory.total_bytes;
+    all.insert(gpu.index);
+  }
+  std::vector<GpuRoom> empty = CollectRooms(latest, everything, all);
+  for (GpuRoom& room : empty) {
+    for (const GpuVerdict& g : gpus) {
+      if (g.index != room.index) continue;
+      if (g.state == GpuState::kFault || g.state == GpuState::kDegraded ||
+          g.state == GpuState::kUnknown) {
+        room.usable = false;
+        if (VerdictRank(g.verdict) > worst_unusable) {
+          worst_unusable = VerdictRank(g.verdict);
+          worst_verdict = g.verdict;
+        }
+      }
+    }
+  }
+  for (const GpuVerdict& g : gpus) {
+    const bool has_room = std::any_of(empty.begin(), empty.end(),
+                                      [&](const GpuRoom& r) { return r.index == g.index; });
+    if (!has_room && g.state == GpuState::kUnknown && VerdictRank(g.verdict) > worst_unusable) {
+      worst_unusable = VerdictRank(g.verdict);
+      worst_verdict = g.verdict;
+    }
+  }
+  const Placement p = PlaceNeed(need, empty, latest.topology);
+  if (p.outcome == PlacementOutcome::kFits || worst_unusable < 0) return Verdict::kBusy;
+  return worst_verdict;
+}
+
+// "2 of 8 GPUs free (GPU 3, 7); room on GPU 2 (10.0 GiB free, 60 % compute
+// free), GPU 4 (…)": free GPUs are counted, GPUs in use with room are named.
+std::string FreeAndRoomText(std::span<const GpuVerdict> gpus) {
+  std::vector<unsigned> free;
+  std::vector<std::string> room;
+  for (const GpuVerdict& g : gpus) {
+    if (g.state == GpuState::kFree) free.push_back(g.index);
+    if (g.state == GpuState::kInUse && g.verdict == Verdict::kOk) {
+      room.push_back(fmt::format("GPU {} ({})", g.index, RoomText(g)));
+    }
+  }
+  const size_t n = gpus.size();
+  std::string text;
+  if (!free.empty() && free.size() == n) {
+    text = n == 1 ? "the GPU is free" : fmt::format("all {} GPUs free", n);
+  } else {
+    text = fmt::format("{} of {} GPU{} free", free.size(), n, n == 1 ? "" : "s");
+    if (!free.empty()) text += fmt::format(" (GPU {})", GpuList(free));
+  }
+  constexpr size_t kShownRooms = 4;
+  if (!room.empty()) {
+    const size_t more = room.size() > kShownRooms ? room.size() - kShownRooms : 0;
+    room.resize(std::min(room.size(), kShownRooms));
+    text += fmt::format("; room on {}", fmt::join(room, ", "));
+    if (more > 0) text += fmt::format(" and {} more", more);
+  }
+  return text;
+}
+
+// Line 1 with a stated need: the answer to the need, then what stands in its
+// way or what else is wrong.
+std::string NeedSummary(Verdict server, std::span<const GpuVerdict> gpus,
+                        std::span<const Finding> ranked, const NeedRequest& need) {
+  const std::string head(VerdictName(server));
+  const std::string need_text = FormatNeed(need);
+  const Finding* why_not = FirstWithCode(ranked, "FRAGMENTED");
+  if (why_not == nullptr) why_not = FirstWithCode(ranked, "NEED_UNSATISFIABLE");
+  // The worst health finding, for "but" and for a need the broken GPUs block.
+  const Finding* health = nullptr;
+  for (const Finding& f : ranked) {
+    if (VerdictRank(f.implies) >= VerdictRank(Verdict::kDegraded)) {
+      health = &f;
+      break;
+    }
+  }
+  switch (server) {
+    case Verdict::kOk: {
+      const Finding* fits = FirstWithCode(ranked, "NEED_FITS");
+      std::string text = fmt::format("{} — {}", head, fits ? fits->message : "your need fits now");
+      if (health != nullptr) text += "; but " + health->message;
+      return text;
+    }
+    case Verdict::kNeverFits:
+    case Verdict::kUnknown: {
+      const Finding* f = FirstWithCode(
+          ranked, server == Verdict::kNeverFits ? "NEED_EXCEEDS_SERVER" : "NEED_UNKNOWN");
+      if (f != nullptr) return fmt::format("{} — {}", head, f->message);
+      break;
+    }
+    default:
+      break;
+  }
+  std::string text = fmt::format("{} — your need {} does not fit now", head, need_text);
+  if (why_not != nullptr) text += ": " + why_not->message;
+  if (server == Verdict::kReclaimable) {
+    uint64_t total = 0;
+    for (const GpuVerdict& g : gpus) total += g.reclaimable_bytes;
+    text +=
+        fmt::format("; it fits once idle holders free their memory ({} held)", FormatBytes(total));
+  } else if (server == Verdict::kBusy) {
+    // What would free room: the GPUs big enough for the need, and who holds them.
+    std::vector<std::string> parts;
+    for (const Finding& f : ranked) {
+      if (f.code != "VRAM_EXHAUSTED" || f.gpus.size() != 1 || parts.size() >= 3) continue;
+      std::vector<std::string> holders;
+      for (const Evidence& e : f.evidence) {
+        if (e.name == "holder" && holders.size() < 2) holders.push_back(e.value);
+      }
+      if (holders.empty()) continue;
+      parts.push_back(fmt::format("GPU {}: {}", f.gpus.front(), fmt::join(holders, "; ")));
+    }
+    for (const Finding& f : ranked) {
+      if (f.code == "COMPUTE_SATURATED" && f.gpus.size() == 1 && parts.size() < 3) {
+        parts.push_back(fmt::format("GPU {} is compute-saturated", f.gpus.front()));
+      }
+    }
+    if (!parts.empty()) text += fmt::format("; room would come from {}", fmt::join(parts, " | "));
+  } else if (health != nullptr) {
+    text += "; the GPUs it needs are not healthy: " + health->message;
+  }
+  return text;
 }
 
 }  // namespace
@@ -137,12 +310,18 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
     if (auto it = reclaim.bytes.find(gpu.index); it != reclaim.bytes.end()) {
       v.reclaimable_bytes = it->second;
     }
+    v.room_free_bytes = internal::FreeBytes(gpu);
+    if (gpu.utilization_gpu_pct) {
+      v.room_compute_free_pct = 100.0 - std::min(100.0, double(*gpu.utilization_gpu_pct));
+    }
     const std::set<pid_t> no_pids;
     auto pids_it = reclaim.pids.find(gpu.index);
     const std::set<pid_t>& reclaimable_pids =
         pids_it == reclaim.pids.end() ? no_pids : pids_it->second;
     int worst = 0;
-    bool genuine = false, reclaimable = false;
+    // genuine: work makes new work wait; reclaimable: only non-working
+    // holders do; short_of_need: there is room, but not for the stated need.
+    bool genuine = false, reclaimable = false, short_of_need = false, need_reclaimable = false;
     for (size_t k = 0; k < ranked.size(); ++k) {
       const Finding& f = ranked[k];
       if (!About(f, gpu.index)) continue;
@@ -150,20 +329,18 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
       worst = std::max(worst, VerdictRank(f.implies));
       if (f.implies != Verdict::kBusy) continue;
       if (f.code == "VRAM_EXHAUSTED") {
-        // Would freeing the reclaimable holders clear the shortage?
-        bool clears = false;
-        if (gpu.memory.used_bytes && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0) {
-          const uint64_t used = *gpu.memory.used_bytes;
-          const uint64_t after = used > v.reclaimable_bytes ? used - v.reclaimable_bytes : 0;
-          clears =
-              100.0 * static_cast<double>(after) / static_cast<double>(*gpu.memory.total_bytes) <
-              options.vram_full_pct;
-          if (options.need) {
-            const uint64_t free = internal::FreeBytes(gpu).value_or(0);
-            clears = clears && free + v.reclaimable_bytes >= options.need->bytes_per_gpu;
-          }
+        const uint64_t free = v.room_free_bytes.value_or(0);
+        if (internal::VramFull(gpu, options)) {
+          // Would freeing the reclaimable holders clear the shortage?
+          const bool clears = gpu.memory.total_bytes &&
+                              free + v.reclaimable_bytes >=
+                                  internal::FullMarkFreeBytes(*gpu.memory.total_bytes, options);
+          (clears ? reclaimable : genuine) = true;
         }
-        (clears ? reclaimable : genuine) = true;
+        if (options.need && free < options.need->bytes_per_gpu) {
+          short_of_need = true;
+          need_reclaimable = free + v.reclaimable_bytes >= options.need->bytes_per_gpu;
+        }
       } else if (f.code == "COMPUTE_MODE_EXCLUSIVE") {
         const bool all_reclaimable =
             !f.pids.empty() && std::all_of(f.pids.begin(), f.pids.end(), [&](pid_t pid) {
@@ -183,17 +360,46 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
     const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes && !gpu.utilization_gpu_pct &&
                          !gpu.temperature_c;
     if (worst == VerdictRank(Verdict::kFault)) {
-      v.verdict = Verdict::kFault;
+      v.state = GpuState::kFault;
     } else if (worst == VerdictRank(Verdict::kDegraded)) {
-      v.verdict = Verdict::kDegraded;
+      v.state = GpuState::kDegraded;
+    } else if (gpu.unreachable || no_data || worst == VerdictRank(Verdict::kUnknown)) {
+      v.state = GpuState::kUnknown;
     } else if (genuine) {
-      v.verdict = Verdict::kBusy;
+      v.state = GpuState::kBusy;
     } else if (reclaimable) {
-      v.verdict = Verdict::kReclaimable;
-    } else if (worst == VerdictRank(Verdict::kUnknown) || no_data) {
-      v.verdict = Verdict::kUnknown;
+      v.state = GpuState::kReclaimable;
     } else {
-      v.verdict = Verdict::kOk;
+      // Work seen: a compute process, utilisation above idle, or memory in use
+      // beyond what an idle GPU shows. Unknown memory is not "free".
+      const bool computes =
+          gpu.utilization_gpu_pct && *gpu.utilization_gpu_pct > options.idle_util_max_pct;
+      const bool work_seen = internal::HasComputeProcess(gpu) || computes ||
+                             !internal::MemoryEssentiallyFree(gpu, options);
+      v.state = work_seen ? GpuState::kInUse : GpuState::kFree;
+    }
+    switch (v.state) {
+      case GpuState::kFault:
+        v.verdict = Verdict::kFault;
+        break;
+      case GpuState::kDegraded:
+        v.verdict = Verdict::kDegraded;
+        break;
+      case GpuState::kUnknown:
+        v.verdict = Verdict::kUnknown;
+        break;
+      case GpuState::kBusy:
+        v.verdict = Verdict::kBusy;
+        break;
+      case GpuState::kReclaimable:
+        v.verdict = short_of_need && !need_reclaimable ? Verdict::kBusy : Verdict::kReclaimable;
+        break;
+      case GpuState::kFree:
+      case GpuState::kInUse:
+        v.verdict = !short_of_need     ? Verdict::kOk
+                    : need_reclaimable ? Verdict::kReclaimable
+                                       : Verdict::kBusy;
+        break;
     }
 
     // The line.
@@ -213,6 +419,7 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         detail +=
             fmt::format("; {} held by idle or stuck holders", FormatBytes(v.reclaimable_bytes));
       }
+      if (v.state == GpuState::kInUse) detail += "; room: " + RoomText(v);
     }
     std::vector<std::string_view> codes;
     for (size_t k : v.findings) {
@@ -221,7 +428,14 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         codes.push_back(ranked[k].code);
       }
     }
-    v.line = fmt::format("GPU {} {} — {}", gpu.index, VerdictName(v.verdict), detail);
+    // The state in words where the verdict does not already say it: "OK, free",
+    // "OK, in use", "BUSY for your need, in use".
+    std::string head = fmt::format("GPU {} {}", gpu.index, VerdictName(v.verdict));
+    if (v.verdict == Verdict::kBusy && v.state != GpuState::kBusy) head += " for your need";
+    if (v.state == GpuState::kFree || v.state == GpuState::kInUse) {
+      head += v.state == GpuState::kFree ? ", free" : ", in use";
+    }
+    v.line = fmt::format("{} — {}", head, detail);
     if (!codes.empty()) v.line += fmt::format(" [{}]", fmt::join(codes, ", "));
     out.push_back(std::move(v));
   }
@@ -230,6 +444,10 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
 
 Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
                     std::span<const Finding> ranked, const DiagnoseOptions& options) {
+  // A stated need is answered first: line 1 and the exit code say whether it
+  // can start, before any health finding.
+  if (options.need) return AnswerNeed(latest, gpus, ranked, *options.need);
+
   int worst = 0;
   for (const GpuVerdict& g : gpus) worst = std::max(worst, VerdictRank(g.verdict));
   bool server_unknown = false;
@@ -246,29 +464,8 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
       gpus.begin(), gpus.end(), [](const GpuVerdict& g) { return g.verdict != Verdict::kUnknown; });
   if (!any_known || (server_unknown && gpus.empty())) return Verdict::kUnknown;
 
-  if (options.need) {
-    const bool blocked =
-        CountCode(ranked, "FRAGMENTED") + CountCode(ranked, "NEED_UNSATISFIABLE") > 0;
-    if (!blocked) return Verdict::kOk;
-    // Would it fit once the reclaimable holders are gone?
-    const Reclaim reclaim = CollectReclaim(ranked);
-    std::set<unsigned> exclusive_freed;
-    for (const Finding& f : ranked) {
-      if (f.code != "COMPUTE_MODE_EXCLUSIVE" || f.gpus.empty()) continue;
-      auto it = reclaim.pids.find(f.gpus.front());
-      if (it != reclaim.pids.end() &&
-          std::all_of(f.pids.begin(), f.pids.end(), [&](pid_t p) { return it->second.count(p); })) {
-        exclusive_freed.insert(f.gpus.front());
-      }
-    }
-    std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed);
-    return PlaceNeed(*options.need, rooms, latest.topology).outcome == PlacementOutcome::kFits
-               ? Verdict::kReclaimable
-               : Verdict::kBusy;
-  }
-
   // Without a stated need the server is busy when most of its GPUs are: one
-  // free GPU out of eight does not make a shared server "OK" for its users
+  // usable GPU out of eight does not make a shared server "OK" for its users
   // (`--need` answers whether a particular job fits).
   size_t ok = 0, reclaimable = 0, known = 0;
   for (const GpuVerdict& g : gpus) {
@@ -289,6 +486,8 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
     return std::count_if(gpus.begin(), gpus.end(),
                          [&](const GpuVerdict& g) { return g.verdict == v; });
   };
+
+  if (options.need) return NeedSummary(server, gpus, ranked, *options.need);
 
   if (server == Verdict::kFault || server == Verdict::kDegraded) {
     // The top finding speaks for its GPUs; others about the same GPUs (e.g.
@@ -376,18 +575,10 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
     const size_t sat = CountCode(ranked, "COMPUTE_SATURATED");
     const size_t excl = CountCode(ranked, "COMPUTE_MODE_EXCLUSIVE");
     const size_t prohib = CountCode(ranked, "COMPUTE_MODE_PROHIBITED");
-    for (std::string_view code : {"FRAGMENTED", "NEED_UNSATISFIABLE"}) {
-      if (const Finding* f = FirstWithCode(ranked, code)) parts.push_back(f->message);
-    }
-    if (vram > 0) {
-      parts.push_back(
-          options.need ? fmt::format("{}/{} GPUs full or short of your {} per GPU", vram, n,
-                                     FormatBytes(options.need->bytes_per_gpu))
-                       : fmt::format("{}/{} GPUs ≥ {:.0f} % VRAM", vram, n, options.vram_full_pct));
-    }
+    if (vram > 0) parts.push_back(fmt::format("{}/{} GPUs with memory full", vram, n));
     if (sat > 0) {
-      parts.push_back(
-          fmt::format("{}/{} GPUs ≥ {:.0f} % busy and shared", sat, n, options.saturated_util_pct));
+      parts.push_back(fmt::format("{}/{} GPUs with compute saturated (≥ {:.0f} %)", sat, n,
+                                  options.saturated_util_pct));
     }
     if (excl > 0)
       parts.push_back(fmt::format("{} GPU{} taken in exclusive mode", excl, excl == 1 ? "" : "s"));
@@ -395,8 +586,7 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
       parts.push_back(fmt::format("{} GPU{} prohibited", prohib, prohib == 1 ? "" : "s"));
     if (server == Verdict::kReclaimable) {
       kind = "memory held without work";
-    } else if (vram > 0 || CountCode(ranked, "FRAGMENTED") > 0 ||
-               CountCode(ranked, "NEED_UNSATISFIABLE") > 0) {
+    } else if (vram > 0) {
       kind = "resource shortage";
     } else if (sat > 0) {
       kind = "contention";
@@ -406,33 +596,25 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
     if (!holders.empty()) parts.push_back(holders);
     if (parts.empty())
       parts.push_back(fmt::format("{}/{} GPUs busy", count_verdict(Verdict::kBusy), n));
-    return fmt::format("{} — {}: {}", head, kind, fmt::join(parts, "; "));
+    return fmt::format("{} — {}: {}; {}", head, kind, fmt::join(parts, "; "),
+                       FreeAndRoomText(gpus));
   }
 
-  // OK.
-  const size_t ok = count_verdict(Verdict::kOk);
-  const size_t busy = count_verdict(Verdict::kBusy) + count_verdict(Verdict::kReclaimable);
-  const size_t unknown = count_verdict(Verdict::kUnknown);
-  std::string text;
-  if (busy == 0 && unknown == 0) {
-    text = fmt::format("{} — {} GPU{} healthy, none busy", head, n, n == 1 ? "" : "s");
-  } else {
-    std::vector<unsigned> busy_gpus;
-    for (const GpuVerdict& g : gpus) {
-      if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable)
-        busy_gpus.push_back(g.index);
-    }
-    text = fmt::format("{} — {} of {} GPU{} free", head, ok, n, n == 1 ? "" : "s");
-    if (busy > 0) text += fmt::format("; busy: GPU {}", GpuList(busy_gpus));
-    if (unknown > 0)
-      text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
+  // OK: only free GPUs are counted as free; those in use with room are named.
+  std::string text = fmt::format("{} — {}", head, FreeAndRoomText(gpus));
+  std::vector<unsigned> busy_gpus;
+  for (const GpuVerdict& g : gpus) {
+    if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable)
+      busy_gpus.push_back(g.index);
   }
-  if (const Finding* fits = FirstWithCode(ranked, "NEED_FITS")) text += "; " + fits->message;
+  const size_t unknown = count_verdict(Verdict::kUnknown);
+  if (!busy_gpus.empty()) text += fmt::format("; busy: GPU {}", GpuList(busy_gpus));
+  if (unknown > 0)
+    text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
   if (!holders.empty()) text += "; " + holders;
-  // Things about the caller's own request or environment.
+  // Things about the caller's own environment.
   for (const Finding& f : ranked) {
-    if (f.severity == Severity::kWarning && f.category != Category::kHolder &&
-        (f.code == "NEED_EXCEEDS_SERVER" || f.code.rfind("CUDA_VISIBLE_DEVICES", 0) == 0)) {
+    if (f.severity == Severity::kWarning && f.code.rfind("CUDA_VISIBLE_DEVICES", 0) == 0) {
       text += "; but " + f.message;
       break;
     }

@@ -29,6 +29,14 @@ struct GpuVerdict {
   std::string line;
   std::vector<size_t> findings;    // Indices into the ranked findings about this GPU.
   uint64_t reclaimable_bytes = 0;  // Held by idle, orphaned, zombie or invisible holders.
+  // What it is doing (docs/diagnosis.md "GPU states"); the verdict follows from
+  // it, except that with a stated need a GPU without room for it is BUSY for
+  // the caller whatever its state.
+  GpuState state = GpuState::kFree;
+  // Its room for new work: free memory and compute headroom (100 − utilisation),
+  // when known.
+  Opt<uint64_t> room_free_bytes;
+  Opt<double> room_compute_free_pct;
 };
 
 // What one user holds on the latest snapshot (driver-listed processes).
@@ -43,6 +51,11 @@ struct UserHolding {
 };
 
 struct Diagnosis {
+  // With a stated need (options.need) this answers the need first: OK (fits
+  // now), RECLAIMABLE (fits once idle holders are freed), BUSY (not now:
+  // work holds the room), FAULT / DEGRADED / UNKNOWN (the GPUs it needs are
+  // broken or unreadable, or it cannot be checked), NEVER_FITS (not on this
+  // server even when every GPU is empty and healthy).
   Verdict server = Verdict::kUnknown;
   std::string summary;  // "BUSY — resource shortage: 7/8 GPUs ≥ 95 % VRAM; ..."
   std::vector<GpuVerdict> gpus;

@@ -31,23 +31,29 @@ TEST(VerdictTest, HealthyServerIsOkWithNoFindings) {
     Diagnosis d = Diagnose(history, {});
     EXPECT_EQ(d.server, Verdict::kOk);
     EXPECT_TRUE(d.findings.empty()) << ::testing::PrintToString(Codes(d.findings));
-    EXPECT_EQ(d.summary, "OK — 8 GPUs healthy, none busy");
+    EXPECT_EQ(d.summary, "OK — all 8 GPUs free");
     ASSERT_EQ(d.gpus.size(), 8u);
-    EXPECT_EQ(d.gpus[0].line, "GPU 0 OK — VRAM 0.0 % (1 MiB of 80 GiB), util 0 %, no process");
-    for (const GpuVerdict& g : d.gpus) EXPECT_EQ(g.verdict, Verdict::kOk);
+    EXPECT_EQ(d.gpus[0].line,
+              "GPU 0 OK, free — VRAM 0.0 % (1 MiB of 80 GiB), util 0 %, no process");
+    for (const GpuVerdict& g : d.gpus) {
+      EXPECT_EQ(g.verdict, Verdict::kOk);
+      EXPECT_EQ(g.state, GpuState::kFree);
+    }
   }
 }
 
 TEST(VerdictTest, NormalUseIsOkWithoutWarnings) {
-  // One job per GPU, half the memory, working hard: in use, not a problem.
+  // One job per GPU, half the memory, working: in use with room, not a problem.
   Snapshot s = HealthyServer();
-  for (unsigned g = 0; g < 8; ++g) Busy(s, g, 40, 97, "alice", 1000 + g);
+  for (unsigned g = 0; g < 8; ++g) Busy(s, g, 40, 70, "alice", 1000 + g);
   for (Gpu& g : s.gpus) g.pcie.link_gen_current = 5;
   Diagnosis d = Diagnose(Window(s, 3), {});
   EXPECT_EQ(d.server, Verdict::kOk);
   for (const Finding& f : d.findings) EXPECT_EQ(f.severity, Severity::kInfo) << f.code;
-  EXPECT_THAT(d.gpus[0].line, HasSubstr("GPU 0 OK — VRAM 50.0 % (40.0 GiB of 80 GiB), util 97 %, "
-                                        "1 process (alice)"));
+  EXPECT_THAT(d.gpus[0].line,
+              HasSubstr("GPU 0 OK, in use — VRAM 50.0 % (40.0 GiB of 80 GiB), util 70 %, "
+                        "1 process (alice); room: 39.5 GiB free, 30 % compute free"));
+  EXPECT_THAT(d.summary, HasSubstr("OK — 0 of 8 GPUs free; room on GPU 0"));
 }
 
 TEST(VerdictTest, GenuineShortageIsBusy) {
@@ -57,12 +63,13 @@ TEST(VerdictTest, GenuineShortageIsBusy) {
   Diagnosis d = DiagnoseOne(s);
   // One free GPU out of eight does not make a shared server OK.
   EXPECT_EQ(d.server, Verdict::kBusy);
-  EXPECT_THAT(d.summary, HasSubstr("BUSY — resource shortage: 7/8 GPUs ≥ 95 % VRAM"));
+  EXPECT_THAT(d.summary, HasSubstr("BUSY — resource shortage: 7/8 GPUs with memory full"));
+  EXPECT_THAT(d.summary, HasSubstr("0 of 8 GPUs free; room on GPU 7"));
   EXPECT_EQ(d.gpus[7].verdict, Verdict::kOk);
   Busy(s, 7, 58, 50, "carol", 1008);  // Now 78 GiB there too.
   d = DiagnoseOne(s);
   EXPECT_EQ(d.server, Verdict::kBusy);
-  EXPECT_EQ(d.summary, "BUSY — resource shortage: 8/8 GPUs ≥ 95 % VRAM");
+  EXPECT_EQ(d.summary, "BUSY — resource shortage: 8/8 GPUs with memory full; 0 of 8 GPUs free");
   for (const GpuVerdict& g : d.gpus) EXPECT_EQ(g.verdict, Verdict::kBusy) << g.line;
   EXPECT_THAT(d.gpus[1].line, HasSubstr("GPU 1 BUSY — VRAM 97.5 % (78.0 GiB of 80 GiB), util 80 %, "
                                         "1 process (bob) [VRAM_EXHAUSTED]"));
@@ -84,8 +91,8 @@ TEST(VerdictTest, IdleHoldersMakeItReclaimable) {
   EXPECT_EQ(d.gpus[0].verdict, Verdict::kBusy);
   EXPECT_EQ(d.server, Verdict::kReclaimable);
   EXPECT_EQ(d.summary,
-            "RECLAIMABLE — memory held without work: 4/4 GPUs ≥ 95 % VRAM; 1 idle holder could "
-            "free 70 GiB");
+            "RECLAIMABLE — memory held without work: 4/4 GPUs with memory full; 1 idle holder "
+            "could free 70 GiB; 0 of 4 GPUs free");
 }
 
 TEST(VerdictTest, IdleHolderTooSmallToHelpStaysBusy) {
@@ -96,7 +103,8 @@ TEST(VerdictTest, IdleHolderTooSmallToHelpStaysBusy) {
   EXPECT_EQ(d.gpus[0].verdict, Verdict::kBusy);
   EXPECT_EQ(d.server, Verdict::kBusy);
   EXPECT_EQ(d.summary,
-            "BUSY — resource shortage: 1/1 GPUs ≥ 95 % VRAM; 1 idle holder could free 2 GiB");
+            "BUSY — resource shortage: 1/1 GPUs with memory full; 1 idle holder could free 2 GiB; "
+            "0 of 1 GPU free");
 }
 
 TEST(VerdictTest, ExclusiveHeldByOrphanIsReclaimable) {
@@ -211,7 +219,7 @@ TEST(VerdictTest, UnknownWhenWeCouldNotLook) {
   EXPECT_EQ(d.gpus[1].verdict, Verdict::kUnknown);
   EXPECT_EQ(d.gpus[0].verdict, Verdict::kOk);
   EXPECT_EQ(d.server, Verdict::kOk);
-  EXPECT_EQ(d.summary, "OK — 1 of 3 GPUs free; 2 GPUs could not be read");
+  EXPECT_EQ(d.summary, "OK — 1 of 3 GPUs free (GPU 0); 2 GPUs could not be read");
   EXPECT_THAT(d.gpus[1].line, HasSubstr("GPU 1 UNKNOWN — no data"));
 
   Snapshot denied = HealthyServer(1);
@@ -230,7 +238,8 @@ TEST(VerdictTest, NeedDecidesTheServer) {
   o.need = *ParseNeed("2x40G");
   Diagnosis d = DiagnoseOne(s, o);
   EXPECT_EQ(d.server, Verdict::kBusy);  // Only GPU 3 has 40 GiB free.
-  EXPECT_THAT(d.summary, HasSubstr("BUSY — resource shortage: Free memory adds up to"));
+  EXPECT_THAT(d.summary, HasSubstr("BUSY — your need 2x40G does not fit now: Free memory adds up"));
+  EXPECT_THAT(d.summary, HasSubstr("room would come from GPU 0: PID 100 python (bob): 60 GiB"));
 
   // An idle holder on GPU 2 would make room.
   Snapshot r = HealthyServer(4);
@@ -251,8 +260,8 @@ TEST(VerdictTest, CallersEnvironmentIsMentioned) {
   Diagnosis d = DiagnoseOne(HealthyServer(2), o);
   EXPECT_EQ(d.server, Verdict::kOk);
   EXPECT_EQ(d.summary,
-            "OK — 2 GPUs healthy, none busy; but CUDA_VISIBLE_DEVICES=\"\" selects no GPU: CUDA "
-            "programs see no device");
+            "OK — all 2 GPUs free; but CUDA_VISIBLE_DEVICES=\"\" selects no GPU: CUDA programs "
+            "see no device");
 }
 
 TEST(VerdictTest, OfflineDumpWithoutProc) {

@@ -472,6 +472,7 @@ Gpu ReadGpu(pugi::xml_node node, unsigned index, IssueLog* log) {
   gpu.power_limit_w = FirstKnown<double>({r.Decimal(power + "current_power_limit", "W"),
                                           r.Decimal(power + "enforced_power_limit", "W"),
                                           r.Decimal(power + "power_limit", "W")});
+  gpu.power_default_limit_w = r.Decimal(power + "default_power_limit", "W");
 
   gpu.clocks.graphics_mhz = r.Unsigned<unsigned>("clocks/graphics_clock", "MHz");
   gpu.clocks.sm_mhz = r.Unsigned<unsigned>("clocks/sm_clock", "MHz");

@@ -96,6 +96,9 @@
     (device, limit_mw), "nvmlDeviceGetEnforcedPowerLimit")                                       \
   X(DeviceGetPowerManagementLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit_mw),   \
     (device, limit_mw), "nvmlDeviceGetPowerManagementLimit")                                     \
+  X(DeviceGetPowerManagementDefaultLimit, nvmlReturn_t,                                           \
+    (nvmlDevice_t device, unsigned int* limit_mw), (device, limit_mw),                            \
+    "nvmlDeviceGetPowerManagementDefaultLimit")                                                  \
   X(DeviceGetClockInfo, nvmlReturn_t,                                                             \
     (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock_mhz),                         \
     (device, type, clock_mhz), "nvmlDeviceGetClockInfo")                                         \

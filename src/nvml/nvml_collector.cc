@@ -262,6 +262,9 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
   } else {
     Ok(result);
   }
+  if (Ok(GW_NVML(DeviceGetPowerManagementDefaultLimit, h, &value))) {
+    gpu.power_default_limit_w = value / 1000.0;
+  }
 
   struct ClockField {
     nvmlClockType_t type;

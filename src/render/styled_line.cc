@@ -143,6 +143,8 @@ Tone VerdictTone(diagnose::Verdict verdict) {
     case Verdict::kBusy:
     case Verdict::kReclaimable:
       return Tone::kYellow;
+    case Verdict::kNeverFits:
+      return Tone::kBoldRed;
     case Verdict::kDegraded:
       return Tone::kMagenta;
     case Verdict::kFault:

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "core/json_out.h"
 #include "core/text.h"
 #include "diagnose/catalog.h"
-#include "core/json_out.h"
 
 namespace gw::render {
 namespace {
@@ -63,6 +63,11 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
                     {"uuid", g ? OptStr(g->uuid) : json(nullptr)},
                     {"name", g ? OptStr(g->name) : json(nullptr)},
                     {"verdict", diagnose::VerdictName(v.verdict)},
+                    {"state", diagnose::GpuStateName(v.state)},
+                    {"room",
+                     {{"free_bytes", v.room_free_bytes ? json(*v.room_free_bytes) : json(nullptr)},
+                      {"compute_free_pct",
+                       v.room_compute_free_pct ? json(*v.room_compute_free_pct) : json(nullptr)}}},
                     {"line", Str(v.line)},
                     {"reclaimable_bytes", v.reclaimable_bytes},
                     {"findings", std::move(findings)}});
@@ -82,7 +87,10 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
   for (const diagnose::UserHolding& u : d.users) users.push_back(UserJson(u));
   j["users"] = std::move(users);
 
-  j["window"] = {{"samples", ctx.samples}, {"seconds", ctx.window_s}};
+  // One sample read from a dump: judged as such (docs/diagnosis.md "The window").
+  j["window"] = {{"samples", ctx.samples},
+                 {"seconds", ctx.window_s},
+                 {"offline", latest.source == SnapshotSource::kXmlDump}};
   // An empty list says the kernel log was not read; null would say "unknown".
   j["kernel_log"] = {{"read", !ctx.kernel_log_sources.empty()},
                      {"sources", StrList(ctx.kernel_log_sources)}};

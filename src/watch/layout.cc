@@ -46,6 +46,7 @@ Style VerdictStyle(Verdict v) {
       return Fg(Color::kGreen, true);
     case Verdict::kBusy:
     case Verdict::kReclaimable:
+    case Verdict::kNeverFits:
       return Fg(Color::kYellow, true);
     case Verdict::kDegraded:
       return Fg(Color::kMagenta, true);
@@ -72,6 +73,8 @@ const char* VerdictMarker(Verdict v, bool unicode) {
       return unicode ? "✗" : "X";
     case Verdict::kUnknown:
       return "?";
+    case Verdict::kNeverFits:
+      return unicode ? "✗" : "X";
   }
   return "?";
 }
