@@ -152,8 +152,8 @@ std::string StringList(const std::set<std::string>& s) {
 void CompareWhy(const json& expected, const RunResult& run, const json& out, Mismatches& m) {
   m.Check("exit code", Member(expected, "exit"), run.exit_code);
   if (out.is_discarded() || !out.is_object()) {
-    m.Add("stdout is not a JSON document: " + run.out.substr(0, 300) + " | stderr: " +
-          run.err.substr(0, 300));
+    m.Add("stdout is not a JSON document: " + run.out.substr(0, 300) +
+          " | stderr: " + run.err.substr(0, 300));
     return;
   }
   m.Check("schema", "gpuwarden.why", Member(out, "schema"));
@@ -190,8 +190,7 @@ void CompareWhy(const json& expected, const RunResult& run, const json& out, Mis
   const auto categories = Categories(out);
   for (const json& c : expected.value("categories_present", json::array())) {
     if (!categories.count(c.get<std::string>())) {
-      m.Add("category " + c.get<std::string>() + " missing; categories: " +
-            StringList(categories));
+      m.Add("category " + c.get<std::string>() + " missing; categories: " + StringList(categories));
     }
   }
   for (const json& c : expected.value("categories_absent", json::array())) {
@@ -204,6 +203,14 @@ void CompareWhy(const json& expected, const RunResult& run, const json& out, Mis
     const std::string want = expected["summary_contains"].get<std::string>();
     if (!summary.is_string() || summary.get<std::string>().find(want) == std::string::npos) {
       m.Add("line 1 (summary) lacks \"" + want + "\": " + Show(summary));
+    }
+  }
+  if (expected.contains("output_mentions")) {
+    const std::string text = Lower(run.out);
+    for (const json& want : expected["output_mentions"]) {
+      if (text.find(Lower(want.get<std::string>())) == std::string::npos) {
+        m.Add("the output never says \"" + want.get<std::string>() + "\"");
+      }
     }
   }
   if (expected.contains("findings_mention")) {
@@ -223,18 +230,29 @@ void CompareWhy(const json& expected, const RunResult& run, const json& out, Mis
 
 // Keys an expected file may hold; anything else is a typo that would make a
 // check silently vanish.
-const std::set<std::string> kExpectedKeys = {
-    "description",      "kernel_log",        "kernel_log_mtime_unix", "args",
-    "verdict",          "exit",              "gpu_count",             "gpus",
-    "codes_present",    "codes_absent",      "categories_present",    "categories_absent",
-    "summary_contains", "findings_mention",  "health"};
+const std::set<std::string> kExpectedKeys = {"description",
+                                             "kernel_log",
+                                             "kernel_log_mtime_unix",
+                                             "args",
+                                             "verdict",
+                                             "exit",
+                                             "gpu_count",
+                                             "gpus",
+                                             "codes_present",
+                                             "codes_absent",
+                                             "categories_present",
+                                             "categories_absent",
+                                             "summary_contains",
+                                             "findings_mention",
+                                             "output_mentions",
+                                             "health"};
 const std::set<std::string> kVerdicts = {"OK",    "BUSY",    "RECLAIMABLE", "DEGRADED",
                                          "FAULT", "UNKNOWN", "NEVER_FITS",  "BAD_INPUT"};
 const std::set<std::string> kStates = {"free",     "in_use", "busy",   "reclaimable",
                                        "degraded", "fault",  "unknown"};
-const std::set<std::string> kCategories = {
-    "shortage", "contention", "holder", "configuration", "application", "driver",
-    "memory",   "bus",        "thermal", "power",        "nvlink",      "hardware"};
+const std::set<std::string> kCategories = {"shortage",    "contention", "holder", "configuration",
+                                           "application", "driver",     "memory", "bus",
+                                           "thermal",     "power",      "nvlink", "hardware"};
 
 RunOptions CorpusOptions() {
   RunOptions o;
@@ -253,8 +271,8 @@ struct CorpusRun {
 
 // The arguments after the subcommand, the kernel log copied with the mtime the
 // case gives (syslog stamps carry no year: it is the one of the file's time).
-std::vector<std::string> CaseArgs(const std::string& dir, const json& expected,
-                                  const TempDir& tmp, bool with_extra_args = true) {
+std::vector<std::string> CaseArgs(const std::string& dir, const json& expected, const TempDir& tmp,
+                                  bool with_extra_args = true) {
   std::vector<std::string> args = {"--from", dir + "/dump.xml"};
   if (expected.contains("kernel_log")) {
     const std::string log = tmp.path() + "/" + expected["kernel_log"].get<std::string>();
@@ -271,6 +289,15 @@ std::vector<std::string> CaseArgs(const std::string& dir, const json& expected,
   if (!with_extra_args) return args;
   for (const json& a : expected.value("args", json::array())) args.push_back(a.get<std::string>());
   return args;
+}
+
+// A test name from a case or scenario name ("xid79-live" -> "xid79_live").
+std::string ParamName(const ::testing::TestParamInfo<std::string>& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
 }
 
 class Corpus : public ::testing::TestWithParam<std::string> {};
@@ -318,14 +345,7 @@ TEST_P(Corpus, WhyGivesTheExpectedVerdictsStatesAndFindings) {
                          << run.out.substr(0, 4000) << run.err.substr(0, 1000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, Corpus, ::testing::ValuesIn(CorpusCases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Cases, Corpus, ::testing::ValuesIn(CorpusCases()), ParamName);
 
 void CheckWords(const std::string& where, const json& value, const std::set<std::string>& words,
                 Mismatches& m) {
@@ -460,14 +480,7 @@ TEST_P(ShippedScenario, WhyGivesTheExpectedVerdictsAndStates) {
                          << run.out.substr(0, 4000) << run.err.substr(0, 1000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, ShippedScenario, ::testing::ValuesIn(ScenarioNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, ShippedScenario, ::testing::ValuesIn(ScenarioNames()), ParamName);
 
 }  // namespace
 }  // namespace gw::test
