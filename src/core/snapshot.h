@@ -54,6 +54,13 @@ struct EccInfo {
   Opt<uint64_t> volatile_uncorrected;
   Opt<uint64_t> aggregate_corrected;
   Opt<uint64_t> aggregate_uncorrected;
+  // Where the volatile uncorrectable errors were, when the source splits them
+  // (nvidia-smi -q -x v12+): SRAM errors are contained by the GPU (NVIDIA:
+  // restart the application, reset when convenient); DRAM errors are not.
+  // Both parts are included in volatile_uncorrected.
+  Opt<uint64_t> volatile_sram_uncorrected;
+  Opt<uint64_t> volatile_dram_uncorrected;
+  Opt<bool> sram_threshold_exceeded;  // Aggregate SRAM errors passed NVIDIA's limit.
 };
 
 struct RetiredPages {

@@ -548,7 +548,27 @@ constexpr FindingSpec kSpecs[] = {
          "The volatile uncorrected ECC counter is above 0: the GPU's memory returned data it "
          "could not correct since the driver was loaded. DCGM fails its memory health check "
          "on any such error. Applications that touched the memory were killed or got bad "
-         "data."},
+         "data. Where the dump splits the counters and every error is in SRAM (contained), "
+         "the finding is ECC_SRAM_CONTAINED instead."},
+    {.code = "ECC_SRAM_CONTAINED",
+     .severity = S::kWarning,
+     .category = C::kMemory,
+     .implies = V::kDegraded,
+     .actor = A::kAdmin,
+     .title = "Uncorrectable SRAM ECC errors, contained by the GPU",
+     .next_steps = "nvidia-smi -q -d ECC -i <gpu>\n"
+                   "Restart the application that was running when the error hit\n"
+                   "admin: reset the GPU when convenient (sudo nvidia-smi -r -i <gpu>, with no "
+                   "process on it)\n"
+                   "vendor: RMA if the SRAM threshold is exceeded or the errors come back",
+     .explanation =
+         "The volatile uncorrectable ECC errors are all in the GPU's SRAM (caches, register "
+         "files), none in its DRAM, and the aggregate SRAM count is below NVIDIA's threshold. "
+         "Such an error is contained: the GPU stops only the application that was using the "
+         "affected unit (the kernel log shows Xid 94). NVIDIA's action is to restart that "
+         "application while the GPU keeps serving the others, and to reset the GPU when "
+         "convenient. An uncontained error (DRAM, Xid 95, or the threshold exceeded) is "
+         "ECC_DBE_VOLATILE, a fault."},
     {.code = "RETIRED_PAGES_PENDING",
      .severity = S::kWarning,
      .category = C::kMemory,

@@ -197,8 +197,31 @@ void RuleNoGpu(const RuleContext& ctx, std::vector<Finding>& out) {
 
 void RuleEcc(const RuleContext& ctx, std::vector<Finding>& out) {
   for (const Gpu& gpu : ctx.latest().gpus) {
-    const Opt<uint64_t> dbe = gpu.ecc.volatile_uncorrected;
+    const EccInfo& ecc = gpu.ecc;
+    const Opt<uint64_t> dbe = ecc.volatile_uncorrected;
     if (!dbe || *dbe == 0) continue;
+    // Only SRAM errors, below NVIDIA's threshold: contained by the GPU. The
+    // application that hit them must restart; the GPU serves the others and
+    // is reset when convenient.
+    const bool contained = ecc.volatile_sram_uncorrected && ecc.volatile_dram_uncorrected &&
+                           *ecc.volatile_dram_uncorrected == 0 &&
+                           !ecc.sram_threshold_exceeded.value_or(false);
+    if (contained) {
+      Finding f = MakeFinding(
+          "ECC_SRAM_CONTAINED", {gpu.index}, {},
+          fmt::format("GPU {} had {} uncorrectable SRAM ECC error{} since the driver loaded, "
+                      "contained by the GPU (no DRAM error)",
+                      gpu.index, *ecc.volatile_sram_uncorrected,
+                      *ecc.volatile_sram_uncorrected == 1 ? "" : "s"),
+          1);
+      f.evidence.push_back(NumberEvidence("volatile_sram_uncorrected",
+                                          static_cast<double>(*ecc.volatile_sram_uncorrected),
+                                          "count", fmt::format("{}", *ecc.volatile_sram_uncorrected)));
+      f.evidence.push_back(NumberEvidence("volatile_dram_uncorrected", 0, "count", "0"));
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+      continue;
+    }
     Finding f = MakeFinding("ECC_DBE_VOLATILE", {gpu.index}, {},
                             fmt::format("GPU {} had {} uncorrectable ECC error{} since the driver "
                                         "loaded",

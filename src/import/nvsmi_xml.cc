@@ -290,7 +290,8 @@ std::optional<T> FirstKnown(std::initializer_list<std::optional<T>> candidates) 
 }
 
 void ReadEccCounts(Reader& r, const std::string& base, Opt<uint64_t>* corrected,
-                   Opt<uint64_t>* uncorrected) {
+                   Opt<uint64_t>* uncorrected, Opt<uint64_t>* sram_uncorrected = nullptr,
+                   Opt<uint64_t>* dram_uncorrected = nullptr) {
   auto count = [&](const char* leaf) { return r.Unsigned<uint64_t>(base + "/" + leaf); };
   if (r.Has(base + "/single_bit") || r.Has(base + "/double_bit")) {
     // R418 and older: per-location counters with a total, single = corrected.
@@ -315,6 +316,8 @@ void ReadEccCounts(Reader& r, const std::string& base, Opt<uint64_t>* corrected,
   }
   *corrected = SumKnown({count("sram_correctable"), count("dram_correctable")});
   *uncorrected = SumKnown({sram_uncorrectable, count("dram_uncorrectable")});
+  if (sram_uncorrected != nullptr) *sram_uncorrected = sram_uncorrectable;
+  if (dram_uncorrected != nullptr) *dram_uncorrected = count("dram_uncorrectable");
 }
 
 std::optional<ComputeMode> ReadComputeMode(Reader& r) {
@@ -491,7 +494,9 @@ Gpu ReadGpu(pugi::xml_node node, unsigned index, IssueLog* log) {
   gpu.ecc.mode_current = r.Flag("ecc_mode/current_ecc", "Enabled", "Disabled");
   gpu.ecc.mode_pending = r.Flag("ecc_mode/pending_ecc", "Enabled", "Disabled");
   ReadEccCounts(r, "ecc_errors/volatile", &gpu.ecc.volatile_corrected,
-                &gpu.ecc.volatile_uncorrected);
+                &gpu.ecc.volatile_uncorrected, &gpu.ecc.volatile_sram_uncorrected,
+                &gpu.ecc.volatile_dram_uncorrected);
+  gpu.ecc.sram_threshold_exceeded = r.Flag("ecc_errors/aggregate/sram_threshold_exceeded", "Yes", "No");
   ReadEccCounts(r, "ecc_errors/aggregate", &gpu.ecc.aggregate_corrected,
                 &gpu.ecc.aggregate_uncorrected);
 

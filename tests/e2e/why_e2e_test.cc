@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
                 {"HW_SLOWDOWN", "HW_THERMAL_SLOWDOWN", "HW_POWER_BRAKE"}},
         Promise{"retired-pages.json", "FAULT", 13, {"RETIRED_PAGES_LIMIT"}},
         Promise{"row-remap-failed.json", "FAULT", 13, {"ROW_REMAP_FAILED"}},
-        Promise{"power-capped.json", "OK", 0, {"POWER_CAPPED"}},
+        Promise{"power-capped.json", "OK", 0, {"COMPUTE_SATURATED"}},
         Promise{"persistence-off.json", "OK", 0, {"PERSISTENCE_OFF"}},
         Promise{"compute-exclusive.json", "BUSY", 10, {"COMPUTE_MODE_EXCLUSIVE"}},
         Promise{"clean-idle.json", "RECLAIMABLE", 11, {"IDLE_HOLDER"}, {"--idle-for", "0"}},
