@@ -1,6 +1,18 @@
 # gw_add_test(NAME SOURCES a_test.cc ... LIBS lib ...)
 # One GoogleTest executable per module; each TEST becomes its own ctest case.
 include(GoogleTest)
+
+# GW_SOURCE_DIR and GW_BINARY_DIR for tests, from a generated header included
+# first, not -D flags: a flag holding the clone's absolute path would differ in
+# every clone and defeat the compiler cache for every test file, while the
+# header changes only the few files that use the paths.
+set(GW_TEST_PATHS_HEADER ${PROJECT_BINARY_DIR}/gw_test_paths.h)
+file(CONFIGURE OUTPUT ${GW_TEST_PATHS_HEADER} CONTENT
+     "#define GW_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\"\n#define GW_BINARY_DIR \"${PROJECT_BINARY_DIR}\"\n")
+function(gw_use_test_paths target)
+  target_compile_options(${target} PRIVATE -include ${GW_TEST_PATHS_HEADER})
+endfunction()
+
 function(gw_add_test name)
   if(NOT GW_BUILD_TESTS)
     return()
@@ -8,9 +20,7 @@ function(gw_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
-  target_compile_definitions(${name} PRIVATE
-    GW_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    GW_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gw_use_test_paths(${name})
   # Generous: the suite also runs under ASan on two slow cores, and the queue's
   # crash-safety test loops through 20+ daemon restarts.
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
