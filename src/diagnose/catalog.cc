@@ -229,6 +229,22 @@ constexpr FindingSpec kSpecs[] = {
          "With --need N x SIZE: the server has fewer than N usable GPUs, no GPU has SIZE of "
          "memory in total, or (with +nvlink) no N GPUs are joined by NVLink at all. Waiting "
          "will not help; the request must change."},
+    {.code = "NEED_UNCHECKED",
+     .severity = S::kWarning,
+     .category = C::kShortage,
+     .implies = V::kUnknown,
+     .actor = A::kUser,
+     .title = "The request cannot be checked: what it depends on is unknown",
+     .next_steps = "nvidia-smi topo -m\n"
+                   "Drop +nvlink if the job can live with PCIe\n"
+                   "gpuwarden health",
+     .explanation =
+         "With --need N x SIZE: either NVLink is asked for several GPUs and gpuwarden could not "
+         "read which GPUs are joined by NVLink (an offline dump without topology, or NVML did not "
+         "say), or the request could fit only on GPUs whose memory could not be read "
+         "(unreachable, no permission, no memory data). It never answers \"fits\" for what it "
+         "could not check; the queue holds such a job with the same reason (topology_unknown, "
+         "or unhealthy for unreadable GPUs)."},
     // ---- Configuration ----------------------------------------------------
     {.code = "COMPUTE_MODE_EXCLUSIVE",
      .severity = S::kWarning,

@@ -261,7 +261,7 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
         exclusive_freed.insert(f.gpus.front());
       }
     }
-    std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed);
+    std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed, ranked);
     return PlaceNeed(*options.need, rooms, latest.topology).outcome == PlacementOutcome::kFits
                ? Verdict::kReclaimable
                : Verdict::kBusy;

@@ -1,7 +1,7 @@
 # gw_queue_policy: the placement policy (policy.h), a pure function of the
 # queue and the GPUs' state. Included from src/queue/CMakeLists.txt.
 add_library(gw_queue_policy STATIC policy.cc)
-target_link_libraries(gw_queue_policy PUBLIC gw_queue_job gw_core fmt::fmt)
+target_link_libraries(gw_queue_policy PUBLIC gw_queue_job gw_placement gw_core fmt::fmt)
 
 gw_add_test(gw_queue_policy_tests
   SOURCES policy_test.cc
