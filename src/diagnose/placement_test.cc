@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "diagnose/test_util.h"
+#include "diagnose/verdict.h"
 
 namespace gw::diagnose {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using namespace fixtures;  // NOLINT
 
 constexpr uint64_t kMargin = placement::kDefaultMarginBytes;
@@ -218,6 +220,36 @@ TEST(CollectRoomsTest, FreeFromUsedWhenFreeUnknown) {
   ASSERT_EQ(rooms.size(), 1u);
   EXPECT_TRUE(rooms[0].usable);
   EXPECT_EQ(rooms[0].free_bytes, 50 * kGiB - 512 * kMiB);  // total - used - reserved.
+}
+
+TEST(NeedAnswerTest, UncheckedIsUnknownNeverOk) {
+  Snapshot s = HealthyServer(2);
+  s.topology.clear();
+  DiagnoseOptions o;
+  o.need = *ParseNeed("2x10G+nvlink");
+  Diagnosis d = Diagnose(std::span<const Snapshot>(&s, 1), o);
+  EXPECT_EQ(Count(d.findings, "NEED_UNCHECKED"), 1u);
+  EXPECT_EQ(Count(d.findings, "NEED_FITS"), 0u);
+  EXPECT_EQ(d.server, Verdict::kUnknown);
+  // Without NVLink it fits.
+  o.need = *ParseNeed("2x10G");
+  d = Diagnose(std::span<const Snapshot>(&s, 1), o);
+  EXPECT_EQ(Count(d.findings, "NEED_FITS"), 1u);
+  EXPECT_EQ(d.server, Verdict::kOk);
+}
+
+TEST(NeedAnswerTest, UnhealthyGpuIsNotOffered) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 0)->ecc.volatile_uncorrected = 1;  // ECC_DBE_VOLATILE: unfit for new work.
+  DiagnoseOptions o;
+  o.need = *ParseNeed("10G");
+  const std::vector<Finding> findings = RunOne(s, o);
+  ASSERT_EQ(Count(findings, "NEED_FITS"), 1u);
+  EXPECT_THAT(Find(findings, "NEED_FITS")->gpus, ElementsAre(1));
+  o.need = *ParseNeed("2x10G");
+  const std::vector<Finding> two = RunOne(s, o);
+  ASSERT_EQ(Count(two, "NEED_UNSATISFIABLE"), 1u);
+  EXPECT_THAT(Find(two, "NEED_UNSATISFIABLE")->message, HasSubstr("GPU 0 (unhealthy)"));
 }
 
 }  // namespace

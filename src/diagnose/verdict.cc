@@ -247,6 +247,8 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
   if (!any_known || (server_unknown && gpus.empty())) return Verdict::kUnknown;
 
   if (options.need) {
+    // Never OK for what could not be checked (NVLink with an unknown topology).
+    if (CountCode(ranked, "NEED_UNCHECKED") > 0) return Verdict::kUnknown;
     const bool blocked =
         CountCode(ranked, "FRAGMENTED") + CountCode(ranked, "NEED_UNSATISFIABLE") > 0;
     if (!blocked) return Verdict::kOk;

@@ -962,7 +962,8 @@ class Pass {
                                g.unhealthy_reason.empty() ? "" : ": ", g.unhealthy_reason);
             break;
           case placement::Block::kMemoryUnknown:
-            bad += fmt::format("GPU {}'s free memory is unknown", g.index);
+            bad +=
+                fmt::format("GPU {}'s {}memory is unknown", g.index, g.total_bytes ? "free " : "");
             break;
           default:
             bad += fmt::format("GPU {} is {}", g.index, placement::BlockText(core.at(p).block));

@@ -123,6 +123,7 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "placement/placement.h"
 #include "queue/job.h"
 
 namespace gw::queue {
@@ -181,7 +182,7 @@ struct RunningJob {
 };
 
 struct PolicyConfig {
-  uint64_t margin_bytes = 512ull << 20;  // Safety margin on top of a request.
+  uint64_t margin_bytes = placement::kDefaultMarginBytes;  // Kept on top of a request.
   unsigned max_running_per_user = 0;     // 0 = unlimited.
   unsigned max_gpus_per_user = 0;        // 0 = unlimited.
   // +1 effective priority per aging_step_s of waiting, at most aging_cap
