@@ -289,5 +289,33 @@ TEST(PlacementCrossTest, UnhealthyGpuIsLeftOutOnBothSides) {
   EXPECT_EQ(QueueAnswer(s, two), kBlocked);
 }
 
+TEST(GpuStatesOfTest, WhatTheDaemonPassesToThePolicy) {
+  Snapshot s = HealthyServer(3);
+  GpuAt(s, 0)->compute_mode = ComputeMode::kExclusiveProcess;
+  AddProcess(s, {.pid = 500, .gpu = 0, .bytes = 4 * kGiB});  // A queue job's process.
+  AddProcess(s, {.pid = 600, .gpu = 1, .bytes = 2 * kGiB, .user = "bob"});
+  GpuAt(s, 1)->memory.free_bytes.reset();  // Read from total - used - reserved.
+  GpuAt(s, 2)->unreachable = ProbeError{"nvml", "gpu_lost", "GPU is lost", 2u, 15};
+  const std::vector<queue::GpuState> st =
+      queue::GpuStatesOf(s, {{1, "ECC_DBE_VOLATILE: 2 errors"}}, {500}, {600});
+  ASSERT_EQ(st.size(), 3u);
+  // The queue's own process neither takes the EXCLUSIVE GPU nor counts as a holder.
+  EXPECT_FALSE(st[0].compute_process);
+  EXPECT_TRUE(st[0].holders.empty());
+  EXPECT_EQ(st[0].process_bytes.at(500), 4 * kGiB);
+  EXPECT_EQ(st[0].compute_mode, ComputeMode::kExclusiveProcess);
+  EXPECT_TRUE(st[1].compute_process);
+  ASSERT_EQ(st[1].holders.size(), 1u);
+  EXPECT_EQ(st[1].holders[0].user, "bob");
+  EXPECT_TRUE(st[1].holders[0].idle_s.has_value());
+  EXPECT_EQ(st[1].free_bytes, 80 * kGiB - 512 * kMiB - kMiB - 2 * kGiB);
+  EXPECT_FALSE(st[1].healthy);
+  EXPECT_EQ(st[1].unhealthy_reason, "ECC_DBE_VOLATILE: 2 errors");
+  EXPECT_TRUE(st[2].unreachable);
+  EXPECT_EQ(st[2].unhealthy_reason, "GPU is lost");
+  // Another process on the EXCLUSIVE GPU takes it.
+  EXPECT_TRUE(queue::GpuStatesOf(s, {}, {})[0].compute_process);
+}
+
 }  // namespace
 }  // namespace gw

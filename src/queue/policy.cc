@@ -1256,7 +1256,11 @@ std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
     st.unreachable = facts.unreachable;
     st.mig = facts.mig;
     st.compute_mode = facts.compute_mode;
-    st.compute_process = facts.compute_process;
+    // The queue's own jobs on an EXCLUSIVE GPU are its bookkeeping (a job
+    // that ends in the projection frees the GPU); only others take it.
+    st.compute_process = std::any_of(g.processes.begin(), g.processes.end(), [&](const auto& p) {
+      return p.type != GpuProcessType::kGraphics && !queue_pids.count(p.pid);
+    });
     if (g.unreachable) {
       st.unhealthy_reason = g.unreachable->message;
     } else if (auto u = unfit.find(g.index); u != unfit.end()) {

@@ -148,7 +148,7 @@ struct GpuState {
   bool unreachable = false;                 // The probe did not reach it -> not used.
   bool mig = false;                         // MIG mode on -> not used.
   std::optional<ComputeMode> compute_mode;  // PROHIBITED -> not used; EXCLUSIVE: one job.
-  bool compute_process = false;             // A compute process is listed (EXCLUSIVE: taken).
+  bool compute_process = false;  // A compute process not from the queue (EXCLUSIVE: taken).
   bool healthy = true;           // diagnose::UnfitGpus() of the diagnosis; unhealthy -> not used.
   std::string unhealthy_reason;  // Why unhealthy or unreachable.
   std::map<pid_t, uint64_t> process_bytes;  // NVML per-process usage on this GPU.
@@ -183,8 +183,8 @@ struct RunningJob {
 
 struct PolicyConfig {
   uint64_t margin_bytes = placement::kDefaultMarginBytes;  // Kept on top of a request.
-  unsigned max_running_per_user = 0;     // 0 = unlimited.
-  unsigned max_gpus_per_user = 0;        // 0 = unlimited.
+  unsigned max_running_per_user = 0;                       // 0 = unlimited.
+  unsigned max_gpus_per_user = 0;                          // 0 = unlimited.
   // +1 effective priority per aging_step_s of waiting, at most aging_cap
   // (never starve). aging_step_s <= 0 or aging_cap <= 0: no aging.
   int64_t aging_step_s = 3600;

@@ -313,6 +313,20 @@ TEST(PolicyGpuTest, ExclusiveGpuTakesOneQueueJob) {
   EXPECT_EQ(Code(d, 2), "resources");
 }
 
+TEST(PolicyGpuTest, ExclusiveGpuHeldByAQueueJobIsKeptForTheHead) {
+  Server s(1);
+  s.Gpu(0).compute_mode = ComputeMode::kExclusiveProcess;
+  s.AddRunning(50, {0}, 10, 10, 2000, 600);  // Ends in 10 minutes.
+  s.Submit(1, 10);
+  const Decisions d = s.Run();
+  EXPECT_THAT(d.start, IsEmpty());
+  EXPECT_EQ(Code(d, 1), "resources");
+  // The GPU frees when job 50 ends: the head is expected then, on GPU 0.
+  EXPECT_THAT(Message(d, 1), HasSubstr("GPU 0 kept for it"));
+  ASSERT_NE(FindWaiting(d, 1), nullptr);
+  EXPECT_TRUE(FindWaiting(d, 1)->estimated_start_unix_ms.has_value());
+}
+
 TEST(PolicyGpuTest, UnknownTotalOrUnreachableIsNeverNever) {
   Server s(2);
   s.Gpu(1).total_bytes = std::nullopt;
