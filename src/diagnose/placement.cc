@@ -50,6 +50,12 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
   return rooms;
 }
 
+bool RoomTakes(const GpuRoom& room, uint64_t bytes_per_gpu) {
+  if (!room.usable || !room.free_bytes || !room.total_bytes) return false;
+  const uint64_t margin = placement::kDefaultMarginBytes;
+  return *room.free_bytes >= margin && *room.free_bytes - margin >= bytes_per_gpu;
+}
+
 Placement PlaceNeed(const NeedRequest& need, std::span<const GpuRoom> rooms,
                     std::span<const TopologyLink> topology) {
   std::vector<placement::Candidate> cands;

@@ -49,6 +49,11 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
                                   const std::set<unsigned>& exclusive_freed = {},
                                   std::span<const Finding> findings = {});
 
+// Whether `room` can take `bytes_per_gpu` of a need now, as PlaceNeed judges
+// one GPU: usable, and free - margin >= bytes_per_gpu. For marking a GPU that
+// cannot take the need "BUSY for you".
+bool RoomTakes(const GpuRoom& room, uint64_t bytes_per_gpu);
+
 enum class PlacementOutcome {
   kFits,           // `gpus` can take it now.
   kFragmented,     // Enough room in total, not on enough (NVLink-joined) GPUs.

@@ -179,6 +179,21 @@ TEST(CollectRoomsTest, Usability) {
   EXPECT_EQ(rooms[6].free_bytes, 80 * kGiB);  // Capped at the total.
 }
 
+TEST(CollectRoomsTest, RoomTakesAsPlaceNeedJudgesOneGpu) {
+  auto rooms = Rooms({40, 40});
+  for (uint64_t bytes : {40 * kGiB - kMargin, 40 * kGiB - kMargin + 1}) {
+    const bool fits =
+        PlaceNeed({.gpus = 1, .bytes_per_gpu = bytes, .nvlink = false}, {&rooms[0], 1}, {})
+            .outcome == PlacementOutcome::kFits;
+    EXPECT_EQ(RoomTakes(rooms[0], bytes), fits) << bytes;
+  }
+  EXPECT_TRUE(RoomTakes(rooms[0], 40 * kGiB - kMargin));
+  rooms[1].usable = false;
+  EXPECT_FALSE(RoomTakes(rooms[1], kGiB));
+  rooms[0].free_bytes = 100;  // Less than the margin.
+  EXPECT_FALSE(RoomTakes(rooms[0], 1));
+}
+
 TEST(CollectRoomsTest, FreeCappedAtTotalLessListedProcesses) {
   Snapshot s = HealthyServer(1);
   // NVML's free and its process list are two reads: 10 GiB allocated in between.

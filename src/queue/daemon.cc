@@ -1007,7 +1007,6 @@ class DaemonImpl final : public Daemon {
   // full looks.
   void Judge() {
     idle_pids_.clear();
-    unhealthy_.clear();
     diagnose::DiagnoseOptions dopt;
     diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
     for (const diagnose::Finding& f : d.findings) {
