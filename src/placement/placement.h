@@ -8,10 +8,10 @@
 // Eligibility (Block): a GPU takes new work only when it is reachable, its
 // free and total memory are known, MIG is off, its compute mode is not
 // PROHIBITED, it is not EXCLUSIVE_PROCESS / EXCLUSIVE_THREAD with a compute
-// process listed, and the diagnosis finds it healthy. The first five are
-// "hard" blocks: the GPU stays unusable until someone acts. An EXCLUSIVE GPU
-// that is taken (and a GPU a caller marks busy) is "soft": usable once the
-// work on it ends.
+// process listed, and the diagnosis finds it healthy. Unreachable, memory
+// unknown, MIG, PROHIBITED and unhealthy are "hard" blocks: the GPU stays
+// unusable until someone acts. An EXCLUSIVE GPU that is taken (and a GPU a
+// caller marks busy) is "soft": usable once the work on it ends.
 //
 // Room. A GPU's free memory is NVML's free memory (or total - used - reserved
 // when only those were read), capped at total less the bytes of the processes
@@ -30,7 +30,10 @@
 // (the closest TopologyLevel cluster holding enough GPUs, then the set whose
 // members rank best), or the first N in preference order when the topology is
 // unknown. The topology is known when it lists at least one pair of the GPUs;
-// pairs it does not list are as far apart as GPUs can be and not joined.
+// pairs it does not list are as far apart as GPUs can be and not joined,
+// except that for "never" a GPU it does not mention at all (its links were
+// not read) may be joined to any other: a need that would rely on such a
+// GPU's links is "topology unknown" (or "unusable" when that GPU is).
 //
 // Outcomes (Place): fits on these GPUs; fragmented (enough room in total on
 // the eligible GPUs, not on enough of them, or not on enough NVLink-joined
