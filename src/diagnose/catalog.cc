@@ -255,21 +255,22 @@ constexpr FindingSpec kSpecs[] = {
          "memory in total, or (with +nvlink) no N GPUs are joined by NVLink at all, counting "
          "every GPU as empty and healthy. Waiting will not help; the request must change. "
          "`why --need` then answers NEVER_FITS (exit code 17)."},
-    {.code = "NEED_UNKNOWN",
+    {.code = "NEED_UNCHECKED",
      .severity = S::kWarning,
      .category = C::kShortage,
      .implies = V::kUnknown,
      .actor = A::kUser,
-     .title = "Whether the request fits cannot be checked",
-     .next_steps = "gpuwarden status\n"
-                   "On the server itself (not from a dump): gpuwarden why --need <need>\n"
-                   "nvidia-smi topo -m",
+     .title = "The request cannot be checked: what it depends on is unknown",
+     .next_steps = "nvidia-smi topo -m\n"
+                   "Drop +nvlink if the job can live with PCIe\n"
+                   "gpuwarden health",
      .explanation =
-         "With --need: gpuwarden cannot tell whether the request fits, because what it would "
-         "have to know is unknown: the NVLink topology (an `nvidia-smi -q -x` dump has none, "
-         "and some drivers do not report it) when the need asks for +nvlink, or the memory of "
-         "every GPU. `why --need` then answers UNKNOWN (exit code 14) rather than guess; the "
-         "queue does not place such a job either."},
+         "With --need N x SIZE: either NVLink is asked for several GPUs and gpuwarden could not "
+         "read which GPUs are joined by NVLink (an offline dump without topology, or NVML did not "
+         "say), or the request could fit only on GPUs whose memory could not be read "
+         "(unreachable, no permission, no memory data). It never answers \"fits\" for what it "
+         "could not check; the queue holds such a job with the same reason (topology_unknown, "
+         "or unhealthy for unreadable GPUs). `why --need` then answers UNKNOWN (exit code 14)."},
     // ---- Configuration ----------------------------------------------------
     {.code = "COMPUTE_MODE_EXCLUSIVE",
      .severity = S::kWarning,

@@ -1,6 +1,11 @@
 // Placing a stated need (--need N x SIZE [+nvlink]) on the GPUs of a Snapshot:
 // which GPUs can take it now, or why not. Shared by the rules (FRAGMENTED,
 // NEED_*) and the verdict (would it fit once reclaimable memory is freed?).
+//
+// A thin adapter over the placement core (placement/placement.h), which the
+// queue's policy decides with too: same eligibility, same room (free capped
+// at total less the listed processes' bytes, less the safety margin), same
+// order (unknown utilisation counts as busiest), same GPU sets, same outcome.
 #ifndef GPUWARDEN_DIAGNOSE_PLACEMENT_H_
 #define GPUWARDEN_DIAGNOSE_PLACEMENT_H_
 
@@ -8,49 +13,69 @@
 #include <map>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/snapshot.h"
+#include "diagnose/finding.h"
 #include "diagnose/rules.h"
+#include "placement/placement.h"
 
 namespace gw::diagnose {
+
+// The GPUs the findings judge unfit for new work, with why ("CODE: message",
+// the worst finding first when `findings` are ranked): a finding about the GPU
+// whose category is a hardware one (not shortage, contention, holder,
+// configuration or application) and that implies DEGRADED or FAULT. The one
+// health test of `why --need` (RuleNeed, the verdict) and the queue daemon.
+std::map<unsigned, std::string> UnfitGpus(std::span<const Finding> findings);
 
 // A GPU's room for new work.
 struct GpuRoom {
   unsigned index = 0;
-  uint64_t total_bytes = 0;
-  uint64_t free_bytes = 0;
-  bool usable = false;  // Reachable, healthy enough, and new contexts allowed.
-  double load_pct = 0;  // Utilisation, for preferring idle GPUs (unknown = 0).
+  Opt<uint64_t> total_bytes;
+  Opt<uint64_t> free_bytes;  // Capped free memory (plus `extra_free`), before the margin.
+  Opt<unsigned> util_pct;    // Unknown orders as busiest.
+  bool usable = false;       // Eligible now; a caller may clear it (then: busy for now).
+  placement::Block block = placement::Block::kNone;  // Why not usable, when it is not.
 };
 
-// The rooms of every GPU whose total memory is known. Not usable: unreachable,
-// free memory unknown, MIG enabled, compute mode PROHIBITED, EXCLUSIVE with a
-// process (unless the GPU is in `exclusive_freed`), volatile double-bit ECC
-// errors, or a failed row remap. `extra_free` adds bytes to a GPU's free
-// memory (what reclaiming would free), capped at its total.
+// The rooms of every GPU of the snapshot, judged by placement::Assess(); the
+// GPUs in UnfitGpus(findings) are unhealthy. `extra_free` adds bytes to a
+// GPU's free memory (what reclaiming would free), capped at its total; a GPU in
+// `exclusive_freed` is not blocked by its EXCLUSIVE holder.
 std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
                                   const std::map<unsigned, uint64_t>& extra_free = {},
-                                  const std::set<unsigned>& exclusive_freed = {});
+                                  const std::set<unsigned>& exclusive_freed = {},
+                                  std::span<const Finding> findings = {});
+
+// Whether `room` can take `bytes_per_gpu` of a need now, as PlaceNeed judges
+// one GPU: usable, and free - margin >= bytes_per_gpu. For marking a GPU that
+// cannot take the need "BUSY for you".
+bool RoomTakes(const GpuRoom& room, uint64_t bytes_per_gpu);
 
 enum class PlacementOutcome {
   kFits,           // `gpus` can take it now.
-  kFragmented,     // Enough free memory in total, not on enough (NVLink-joined) GPUs.
-  kUnsatisfiable,  // Not enough free memory in total.
+  kFragmented,     // Enough room in total, not on enough (NVLink-joined) GPUs.
+  kUnsatisfiable,  // Not enough room in total.
   kNeverFits,      // Too few GPUs (or NVLink-joined GPUs) big enough, even when empty.
+  kUnusable,       // It would fit only on GPUs that cannot take work (`unusable`).
+  kCannotCheck,    // NVLink asked for several GPUs and the topology is unknown.
 };
 
 struct Placement {
   PlacementOutcome outcome = PlacementOutcome::kUnsatisfiable;
-  std::vector<unsigned> gpus;     // kFits: the GPUs chosen, least loaded first.
-  uint64_t free_total = 0;        // Free memory of the usable GPUs together.
-  unsigned gpus_with_room = 0;    // Usable GPUs with bytes_per_gpu free.
-  bool nvlink_unchecked = false;  // NVLink asked, but the topology is unknown.
+  std::vector<unsigned> gpus;      // kFits: the GPUs chosen, most preferred first.
+  uint64_t free_total = 0;         // Room (after the margin) of the usable GPUs together.
+  unsigned gpus_with_room = 0;     // Usable GPUs with bytes_per_gpu of room.
+  std::vector<unsigned> unusable;  // kUnusable: the big-enough GPUs that cannot be used.
+  placement::NeverWhy never;       // kNeverFits: why.
+  uint64_t margin_bytes = 0;       // The margin kept on each GPU.
 };
 
-// Places `need` on `rooms`. NVLink joins come from `topology` (nvlinks > 0);
-// an empty topology means unknown: the NVLink requirement is then not checked
-// (nvlink_unchecked).
+// Places `need` on `rooms` with the core (margin placement::kDefaultMarginBytes,
+// as gpuwardend's default). NVLink joins and PCIe distances come from `topology`;
+// an empty topology is unknown (NVLink then cannot be checked: kCannotCheck).
 Placement PlaceNeed(const NeedRequest& need, std::span<const GpuRoom> rooms,
                     std::span<const TopologyLink> topology);
 

@@ -4,18 +4,28 @@
 #include <gtest/gtest.h>
 
 #include "diagnose/test_util.h"
+#include "diagnose/verdict.h"
 
 namespace gw::diagnose {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using namespace fixtures;  // NOLINT
 
-// Rooms of `frees` (GiB), all 80 GiB and usable.
+constexpr uint64_t kMargin = placement::kDefaultMarginBytes;
+
+// Rooms of `frees` (GiB), all 80 GiB, idle and usable.
 std::vector<GpuRoom> Rooms(std::vector<uint64_t> frees_gib) {
   std::vector<GpuRoom> rooms;
   for (unsigned i = 0; i < frees_gib.size(); ++i) {
-    rooms.push_back({i, 80 * kGiB, frees_gib[i] * kGiB, true, 0});
+    GpuRoom r;
+    r.index = i;
+    r.total_bytes = 80 * kGiB;
+    r.free_bytes = frees_gib[i] * kGiB;
+    r.util_pct = 0;
+    r.usable = true;
+    rooms.push_back(r);
   }
   return rooms;
 }
@@ -33,7 +43,7 @@ std::vector<TopologyLink> Pairs(std::vector<std::pair<unsigned, unsigned>> joine
 
 TEST(PlaceNeedTest, FitsPrefersLeastLoaded) {
   auto rooms = Rooms({10, 50, 60, 70});
-  rooms[3].load_pct = 80;
+  rooms[3].util_pct = 80;
   Placement p = PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = false}, rooms, {});
   EXPECT_EQ(p.outcome, PlacementOutcome::kFits);
   EXPECT_THAT(p.gpus, ElementsAre(2, 1));  // Idle ones first, most free first.
@@ -44,7 +54,7 @@ TEST(PlaceNeedTest, Fragmented) {
   Placement p =
       PlaceNeed({.gpus = 1, .bytes_per_gpu = 40 * kGiB, .nvlink = false}, Rooms({30, 30, 5}), {});
   EXPECT_EQ(p.outcome, PlacementOutcome::kFragmented);
-  EXPECT_EQ(p.free_total, 65 * kGiB);
+  EXPECT_EQ(p.free_total, 65 * kGiB - 3 * kMargin);  // The margin is kept on each GPU.
   EXPECT_EQ(p.gpus_with_room, 0u);
 }
 
@@ -82,23 +92,59 @@ TEST(PlaceNeedTest, NvlinkClique) {
   EXPECT_EQ(p.gpus_with_room, 2u);
 }
 
-TEST(PlaceNeedTest, NvlinkUnknownIsNotChecked) {
+TEST(PlaceNeedTest, NvlinkWithUnknownTopologyCannotBeChecked) {
   Placement p =
       PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = true}, Rooms({70, 70}), {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kCannotCheck);
+  EXPECT_TRUE(p.gpus.empty());
+  // One GPU: NVLink does not apply.
+  p = PlaceNeed({.gpus = 1, .bytes_per_gpu = 40 * kGiB, .nvlink = true}, Rooms({70, 70}), {});
   EXPECT_EQ(p.outcome, PlacementOutcome::kFits);
-  EXPECT_TRUE(p.nvlink_unchecked);
+  // Too many GPUs is certain, topology or not.
+  p = PlaceNeed({.gpus = 3, .bytes_per_gpu = 40 * kGiB, .nvlink = true}, Rooms({70, 70}), {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kNeverFits);
 }
 
-TEST(PlaceNeedTest, UnusableRoomsDoNotCount) {
+TEST(PlaceNeedTest, MarginIsKept) {
+  // 40 GiB free exactly: the margin does not fit beside it.
+  Placement p =
+      PlaceNeed({.gpus = 1, .bytes_per_gpu = 40 * kGiB, .nvlink = false}, Rooms({40}), {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kUnsatisfiable);
+  p = PlaceNeed({.gpus = 1, .bytes_per_gpu = 40 * kGiB - kMargin, .nvlink = false}, Rooms({40}),
+                {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kFits);
+  // A GPU of exactly the size asked can never hold it and the margin.
+  p = PlaceNeed({.gpus = 1, .bytes_per_gpu = 80 * kGiB, .nvlink = false}, Rooms({80}), {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(p.margin_bytes, kMargin);
+}
+
+TEST(PlaceNeedTest, UnknownUtilisationIsBusiest) {
+  auto rooms = Rooms({70, 70, 70});
+  rooms[0].util_pct.reset();
+  rooms[1].util_pct = 100;
+  rooms[2].util_pct = 99;
+  Placement p = PlaceNeed({.gpus = 1, .bytes_per_gpu = 10 * kGiB, .nvlink = false}, rooms, {});
+  EXPECT_THAT(p.gpus, ElementsAre(2));
+  p = PlaceNeed({.gpus = 3, .bytes_per_gpu = 10 * kGiB, .nvlink = false}, rooms, {});
+  EXPECT_THAT(p.gpus, ElementsAre(2, 1, 0));
+}
+
+TEST(PlaceNeedTest, BusyRoomsWaitUnusableOnesBlock) {
   auto rooms = Rooms({70, 70});
-  rooms[0].usable = false;
+  rooms[0].usable = false;  // Busy for now (e.g. compute saturated): the need waits.
   Placement p = PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = false}, rooms, {});
   EXPECT_EQ(p.outcome, PlacementOutcome::kUnsatisfiable);
-  EXPECT_EQ(p.free_total, 70 * kGiB);
+  EXPECT_EQ(p.free_total, 70 * kGiB - kMargin);
+  // Unhealthy: it fits only on a GPU that cannot take work.
+  rooms[0].block = placement::Block::kUnhealthy;
+  p = PlaceNeed({.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = false}, rooms, {});
+  EXPECT_EQ(p.outcome, PlacementOutcome::kUnusable);
+  EXPECT_THAT(p.unusable, ElementsAre(0));
 }
 
 TEST(CollectRoomsTest, Usability) {
-  Snapshot s = HealthyServer(7);
+  Snapshot s = HealthyServer(8);
   GpuAt(s, 0)->unreachable = ProbeError{"nvml", "gpu_lost", "lost", 0u, 15};
   GpuAt(s, 1)->mig_mode_current = true;
   GpuAt(s, 2)->compute_mode = ComputeMode::kProhibited;
@@ -107,16 +153,78 @@ TEST(CollectRoomsTest, Usability) {
   GpuAt(s, 4)->ecc.volatile_uncorrected = 1;
   GpuAt(s, 5)->memory.free_bytes.reset();
   GpuAt(s, 5)->memory.used_bytes.reset();
-  std::vector<GpuRoom> rooms = CollectRooms(s);
-  ASSERT_EQ(rooms.size(), 7u);
-  for (unsigned i = 0; i < 6; ++i) EXPECT_FALSE(rooms[i].usable) << i;
-  EXPECT_TRUE(rooms[6].usable);
+  GpuAt(s, 7)->memory.total_bytes.reset();
+  // Health comes from the findings (the ECC rule's for GPU 4).
+  const std::vector<Finding> findings = RunOne(s);
+  std::vector<GpuRoom> rooms = CollectRooms(s, {}, {}, findings);
+  ASSERT_EQ(rooms.size(), 8u);
+  using placement::Block;
+  const Block want[] = {Block::kUnreachable,    Block::kMig,          Block::kProhibited,
+                        Block::kExclusiveTaken, Block::kUnhealthy,    Block::kMemoryUnknown,
+                        Block::kNone,           Block::kMemoryUnknown};
+  for (unsigned i = 0; i < 8; ++i) {
+    EXPECT_EQ(rooms[i].block, want[i]) << i;
+    EXPECT_EQ(rooms[i].usable, want[i] == Block::kNone) << i;
+  }
   EXPECT_EQ(rooms[6].free_bytes, 80 * kGiB - 512 * kMiB - kMiB);
+  EXPECT_FALSE(rooms[5].free_bytes.has_value());  // Unknown, not 0.
+  EXPECT_FALSE(rooms[7].total_bytes.has_value());
+
+  // Without findings GPU 4 is not judged unhealthy.
+  EXPECT_TRUE(CollectRooms(s)[4].usable);
 
   // What reclaiming would give back: the exclusive GPU's holder and extra bytes.
-  rooms = CollectRooms(s, {{6, 100 * kGiB}}, {3});
+  rooms = CollectRooms(s, {{6, 100 * kGiB}}, {3}, findings);
   EXPECT_TRUE(rooms[3].usable);
   EXPECT_EQ(rooms[6].free_bytes, 80 * kGiB);  // Capped at the total.
+}
+
+TEST(CollectRoomsTest, RoomTakesAsPlaceNeedJudgesOneGpu) {
+  auto rooms = Rooms({40, 40});
+  for (uint64_t bytes : {40 * kGiB - kMargin, 40 * kGiB - kMargin + 1}) {
+    const bool fits =
+        PlaceNeed({.gpus = 1, .bytes_per_gpu = bytes, .nvlink = false}, {&rooms[0], 1}, {})
+            .outcome == PlacementOutcome::kFits;
+    EXPECT_EQ(RoomTakes(rooms[0], bytes), fits) << bytes;
+  }
+  EXPECT_TRUE(RoomTakes(rooms[0], 40 * kGiB - kMargin));
+  rooms[1].usable = false;
+  EXPECT_FALSE(RoomTakes(rooms[1], kGiB));
+  rooms[0].free_bytes = 100;  // Less than the margin.
+  EXPECT_FALSE(RoomTakes(rooms[0], 1));
+}
+
+TEST(CollectRoomsTest, FreeCappedAtTotalLessListedProcesses) {
+  Snapshot s = HealthyServer(1);
+  // NVML's free and its process list are two reads: 10 GiB allocated in between.
+  AddProcess(s, {.pid = 100, .gpu = 0, .bytes = 10 * kGiB, .add_memory = false});
+  std::vector<GpuRoom> rooms = CollectRooms(s);
+  EXPECT_EQ(rooms[0].free_bytes, 70 * kGiB);
+}
+
+TEST(UnfitGpusTest, HardwareFindingsOfDegradedOrWorse) {
+  auto finding = [](std::string code, Category c, Verdict v, unsigned gpu) {
+    Finding f;
+    f.code = std::move(code);
+    f.category = c;
+    f.implies = v;
+    f.gpus = {gpu};
+    f.message = "m";
+    return f;
+  };
+  const std::vector<Finding> findings = {
+      finding("XID_FATAL", Category::kMemory, Verdict::kFault, 0),
+      finding("NVLINK_DOWN", Category::kNvlink, Verdict::kDegraded, 1),
+      finding("VRAM_EXHAUSTED", Category::kShortage, Verdict::kBusy, 2),
+      finding("IDLE_HOLDER", Category::kHolder, Verdict::kReclaimable, 3),
+      finding("MIG_ENABLED", Category::kConfiguration, Verdict::kDegraded, 4),
+      finding("XID_APPLICATION", Category::kApplication, Verdict::kFault, 5),
+      finding("PCIE_REPLAY_RATE", Category::kBus, Verdict::kOk, 6),
+  };
+  const std::map<unsigned, std::string> unfit = UnfitGpus(findings);
+  ASSERT_EQ(unfit.size(), 2u);
+  EXPECT_EQ(unfit.at(0), "XID_FATAL: m");
+  EXPECT_EQ(unfit.at(1), "NVLINK_DOWN: m");
 }
 
 TEST(CollectRoomsTest, FreeFromUsedWhenFreeUnknown) {
@@ -126,7 +234,37 @@ TEST(CollectRoomsTest, FreeFromUsedWhenFreeUnknown) {
   std::vector<GpuRoom> rooms = CollectRooms(s);
   ASSERT_EQ(rooms.size(), 1u);
   EXPECT_TRUE(rooms[0].usable);
-  EXPECT_EQ(rooms[0].free_bytes, 50 * kGiB - 512 * kMiB);
+  EXPECT_EQ(rooms[0].free_bytes, 50 * kGiB - 512 * kMiB);  // total - used - reserved.
+}
+
+TEST(NeedUncheckedTest, IsUnknownNeverOk) {
+  Snapshot s = HealthyServer(2);
+  s.topology.clear();
+  DiagnoseOptions o;
+  o.need = *ParseNeed("2x10G+nvlink");
+  Diagnosis d = Diagnose(std::span<const Snapshot>(&s, 1), o);
+  EXPECT_EQ(Count(d.findings, "NEED_UNCHECKED"), 1u);
+  EXPECT_EQ(Count(d.findings, "NEED_FITS"), 0u);
+  EXPECT_EQ(d.server, Verdict::kUnknown);
+  // Without NVLink it fits.
+  o.need = *ParseNeed("2x10G");
+  d = Diagnose(std::span<const Snapshot>(&s, 1), o);
+  EXPECT_EQ(Count(d.findings, "NEED_FITS"), 1u);
+  EXPECT_EQ(d.server, Verdict::kOk);
+}
+
+TEST(NeedUncheckedTest, UnhealthyGpuIsNotOffered) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 0)->ecc.volatile_uncorrected = 1;  // ECC_DBE_VOLATILE: unfit for new work.
+  DiagnoseOptions o;
+  o.need = *ParseNeed("10G");
+  const std::vector<Finding> findings = RunOne(s, o);
+  ASSERT_EQ(Count(findings, "NEED_FITS"), 1u);
+  EXPECT_THAT(Find(findings, "NEED_FITS")->gpus, ElementsAre(1));
+  o.need = *ParseNeed("2x10G");
+  const std::vector<Finding> two = RunOne(s, o);
+  ASSERT_EQ(Count(two, "NEED_UNSATISFIABLE"), 1u);
+  EXPECT_THAT(Find(two, "NEED_UNSATISFIABLE")->message, HasSubstr("GPU 0 (unhealthy)"));
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ const std::vector<Rule>& Rules() {
       {"foreign_pid", internal::RuleForeignPid, {"FOREIGN_PID"}},
       {"need",
        internal::RuleNeed,
-       {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER", "NEED_UNKNOWN"}},
+       {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER", "NEED_UNCHECKED"}},
       {"compute_mode",
        internal::RuleComputeMode,
        {"COMPUTE_MODE_EXCLUSIVE", "COMPUTE_MODE_PROHIBITED"}},

@@ -59,7 +59,9 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
     const double pct = *UsedPct(gpu);
     const Opt<uint64_t> free = FreeBytes(gpu);
     const bool full = VramFull(gpu, o);
-    const bool short_of_need = o.need && free && *free < o.need->bytes_per_gpu;
+    // The placement core keeps a margin free on every GPU (as the queue does).
+    const bool short_of_need =
+        o.need && free && *free < o.need->bytes_per_gpu + placement::kDefaultMarginBytes;
     if (!full && !short_of_need) continue;
 
     std::string message =
@@ -67,8 +69,10 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
                            gpu.index, Pct(pct), FormatBytes(used), FormatBytes(total),
                            free ? FormatBytes(*free) : std::string("?"),
                            FormatBytes(FullMarkFreeBytes(total, o)))
-             : fmt::format("GPU {} has {} free, less than the {} per GPU you need", gpu.index,
-                           FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu));
+             : fmt::format("GPU {} has {} free, less than the {} per GPU you need and the {} "
+                           "kept free",
+                           gpu.index, FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu),
+                           FormatBytes(placement::kDefaultMarginBytes));
     Finding f = MakeFinding("VRAM_EXHAUSTED", {gpu.index}, {}, std::move(message), Gib(used));
     f.evidence.push_back(NumberEvidence(
         "used", static_cast<double>(used), "bytes",
@@ -103,7 +107,7 @@ void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
   // Would the caller's need fit on the GPUs that are not saturated?
   bool need_blocked = false;
   if (o.need) {
-    std::vector<GpuRoom> rooms = CollectRooms(latest);
+    std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out);
     for (GpuRoom& room : rooms) {
       if (saturated.count(room.index)) room.usable = false;
     }
@@ -165,14 +169,14 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!o.need) return;
   const Snapshot& latest = ctx.latest();
   const NeedRequest& need = *o.need;
-  std::vector<GpuRoom> rooms = CollectRooms(latest);
+  // Health from the findings of the rules before this one (health rules run first).
+  std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out);
   const std::string need_text = FormatNeed(need);
   const double wanted_gib = Gib(need.bytes_per_gpu) * need.gpus;
   if (rooms.empty()) {
     Finding f = MakeFinding(
-        "NEED_UNKNOWN", {}, {},
-        fmt::format("Whether your need {} fits cannot be checked: no GPU's memory is known",
-                    need_text),
+        "NEED_UNCHECKED", {}, {},
+        fmt::format("Your need {} cannot be checked: no GPU could be read", need_text),
         wanted_gib);
     f.evidence.push_back(TextEvidence("need", need_text));
     StepValues values;
@@ -186,80 +190,104 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   std::string per_gpu;
   for (const GpuRoom& room : rooms) {
     if (!per_gpu.empty()) per_gpu += ", ";
-    per_gpu += fmt::format("{}: {}{}", room.index, FormatBytes(room.free_bytes),
-                           room.usable ? "" : " (not usable)");
+    per_gpu += fmt::format(
+        "{}: {}{}", room.index, room.free_bytes ? FormatBytes(*room.free_bytes) : "unknown",
+        room.usable ? "" : fmt::format(" ({})", placement::BlockText(room.block)));
   }
   StepValues values;
   values.need = need_text;
 
   Finding f;
-  if (p.nvlink_unchecked && p.outcome != PlacementOutcome::kNeverFits) {
-    // GPUs with room exist, but whether they are joined by NVLink is unknown:
-    // the need is not promised (the queue would not place it either).
-    f = MakeFinding(
-        "NEED_UNKNOWN", {}, {},
-        fmt::format("Whether your need {} fits cannot be checked: it asks for NVLink "
-                    "and the NVLink topology is unknown{}",
-                    need_text, ctx.live() ? "" : " (an nvidia-smi dump does not record it)"),
-        wanted_gib);
-  } else {
-    switch (p.outcome) {
-      case PlacementOutcome::kFits: {
-        std::string where;
-        for (unsigned g : p.gpus) {
-          auto room = std::find_if(rooms.begin(), rooms.end(),
-                                   [&](const GpuRoom& r) { return r.index == g; });
-          if (!where.empty()) where += ", ";
-          where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes));
-        }
-        f = MakeFinding("NEED_FITS", p.gpus, {},
-                        fmt::format("Your need {} fits now on {}", need_text, where), wanted_gib);
-        values.gpus = GpuList(f.gpus);
-        break;
+  switch (p.outcome) {
+    case PlacementOutcome::kFits: {
+      std::string where;
+      for (unsigned g : p.gpus) {
+        auto room = std::find_if(rooms.begin(), rooms.end(),
+                                 [&](const GpuRoom& r) { return r.index == g; });
+        if (!where.empty()) where += ", ";
+        where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes.value_or(0)));
       }
-      case PlacementOutcome::kFragmented:
-        f = MakeFinding(
-            "FRAGMENTED", {}, {},
-            need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
-                ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
-                              "NVLink, as {} asks",
-                              p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus,
-                              need_text)
-                : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
-                              "{} {} free",
-                              FormatBytes(p.free_total), need_text, p.gpus_with_room,
-                              p.gpus_with_room == 1 ? "" : "s",
-                              p.gpus_with_room == 1 ? "has" : "have",
-                              FormatBytes(need.bytes_per_gpu)),
-            wanted_gib);
-        break;
-      case PlacementOutcome::kUnsatisfiable:
-        f = MakeFinding(
-            "NEED_UNSATISFIABLE", {}, {},
-            fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
-                        FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
-            wanted_gib);
-        break;
-      case PlacementOutcome::kNeverFits: {
-        unsigned big = 0;
-        uint64_t largest = 0;
-        for (const GpuRoom& room : rooms) {
-          if (room.total_bytes >= need.bytes_per_gpu) ++big;
-          largest = std::max(largest, room.total_bytes);
-        }
-        std::string why =
-            largest < need.bytes_per_gpu
-                ? fmt::format("the largest GPU has {} in total", FormatBytes(largest))
-            : big < need.gpus
-                ? fmt::format("only {} GPU{} {} that much memory", big, big == 1 ? "" : "s",
-                              big == 1 ? "has" : "have")
-                : fmt::format("no {} GPUs large enough are all joined by NVLink", need.gpus);
-        f = MakeFinding("NEED_EXCEEDS_SERVER", {}, {},
-                        fmt::format("Your need {} can never fit here: {}", need_text, why),
-                        wanted_gib);
-        break;
-      }
+      f = MakeFinding("NEED_FITS", p.gpus, {},
+                      fmt::format("Your need {} fits now on {}", need_text, where), wanted_gib);
+      values.gpus = GpuList(f.gpus);
+      break;
     }
+    case PlacementOutcome::kFragmented:
+      f = MakeFinding(
+          "FRAGMENTED", {}, {},
+          need.nvlink && need.gpus > 1 && p.gpus_with_room >= need.gpus
+              ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
+                            "NVLink, as {} asks",
+                            p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus, need_text)
+              : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
+                            "{} {} free",
+                            FormatBytes(p.free_total), need_text, p.gpus_with_room,
+                            p.gpus_with_room == 1 ? "" : "s",
+                            p.gpus_with_room == 1 ? "has" : "have",
+                            FormatBytes(need.bytes_per_gpu)),
+          wanted_gib);
+      break;
+    case PlacementOutcome::kUnsatisfiable:
+      f = MakeFinding(
+          "NEED_UNSATISFIABLE", {}, {},
+          fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
+                      FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
+          wanted_gib);
+      break;
+    case PlacementOutcome::kNeverFits: {
+      using Kind = placement::NeverWhy::Kind;
+      const placement::NeverWhy& n = p.never;
+      const std::string margin = FormatBytes(p.margin_bytes);
+      std::string why =
+          n.kind == Kind::kTooFewGpus
+              ? fmt::format("the server has {} GPU{}", n.server_gpus, n.server_gpus == 1 ? "" : "s")
+          : n.kind == Kind::kTooSmall && n.big_enough == 0
+              ? fmt::format("the largest GPU has {} in total ({} is kept free on each)",
+                            n.largest_total ? FormatBytes(*n.largest_total) : "unknown", margin)
+          : n.kind == Kind::kTooSmall
+              ? fmt::format("only {} GPU{} {} that much memory ({} is kept free on each)",
+                            n.big_enough, n.big_enough == 1 ? "" : "s",
+                            n.big_enough == 1 ? "has" : "have", margin)
+              : fmt::format("at most {} GPUs large enough are all joined by NVLink",
+                            n.largest_nvlink_set);
+      f = MakeFinding("NEED_EXCEEDS_SERVER", {}, {},
+                      fmt::format("Your need {} can never fit here: {}", need_text, why),
+                      wanted_gib);
+      break;
+    }
+    case PlacementOutcome::kUnusable: {
+      // Only unreadable GPUs in the way: it cannot be checked (UNKNOWN);
+      // otherwise name the GPUs that cannot take work.
+      std::string bad;
+      bool unread = true;
+      for (unsigned g : p.unusable) {
+        auto room = std::find_if(rooms.begin(), rooms.end(),
+                                 [&](const GpuRoom& r) { return r.index == g; });
+        unread = unread && (room->block == placement::Block::kUnreachable ||
+                            room->block == placement::Block::kMemoryUnknown);
+        if (!bad.empty()) bad += ", ";
+        bad += fmt::format("GPU {} ({})", g, placement::BlockText(room->block));
+      }
+      f = unread ? MakeFinding("NEED_UNCHECKED", {}, {},
+                               fmt::format("Your need {} cannot be checked: it would need GPUs "
+                                           "that could not be read: {}",
+                                           need_text, bad),
+                               wanted_gib)
+                 : MakeFinding("NEED_UNSATISFIABLE", {}, {},
+                               fmt::format("Your need {} would fit only on GPUs that cannot take "
+                                           "new work now: {}",
+                                           need_text, bad),
+                               wanted_gib);
+      f.evidence.push_back(TextEvidence("unusable_gpus", GpuList(p.unusable)));
+      break;
+    }
+    case PlacementOutcome::kCannotCheck:
+      f = MakeFinding("NEED_UNCHECKED", {}, {},
+                      fmt::format("Your need {} asks for NVLink, but the GPU topology is "
+                                  "unknown: it cannot be checked",
+                                  need_text),
+                      wanted_gib);
+      break;
   }
   f.evidence.push_back(TextEvidence("need", need_text));
   f.evidence.push_back(BytesEvidence("free_total", p.free_total));

@@ -234,7 +234,7 @@ TEST(NeedTest, UnsatisfiableAndNever) {
   o.need = *ParseNeed("3x10G");
   findings = RunOne(s, o);
   ASSERT_EQ(Count(findings, "NEED_EXCEEDS_SERVER"), 1u);
-  EXPECT_THAT(Find(findings, "NEED_EXCEEDS_SERVER")->message, HasSubstr("only 2 GPUs have"));
+  EXPECT_THAT(Find(findings, "NEED_EXCEEDS_SERVER")->message, HasSubstr("the server has 2 GPUs"));
 
   o.need = *ParseNeed("100G");
   findings = RunOne(s, o);
@@ -243,13 +243,14 @@ TEST(NeedTest, UnsatisfiableAndNever) {
               HasSubstr("the largest GPU has 80 GiB in total"));
 }
 
-TEST(NeedTest, NoNeedOrNoDataNoFinding) {
+TEST(NeedTest, NoNeedNoFindingNoDataUnchecked) {
   Snapshot s = HealthyServer(2);
   auto findings = RunOne(s);
   for (const char* code :
        {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
     EXPECT_EQ(Count(findings, code), 0u) << code;
   }
+  // No memory data: the need cannot be checked (UNKNOWN), never "fits" nor "never".
   for (Gpu& g : s.gpus) g.memory = MemoryInfo{};
   DiagnoseOptions o;
   o.need = *ParseNeed("20G");
@@ -258,6 +259,7 @@ TEST(NeedTest, NoNeedOrNoDataNoFinding) {
        {"NEED_FITS", "FRAGMENTED", "NEED_UNSATISFIABLE", "NEED_EXCEEDS_SERVER"}) {
     EXPECT_EQ(Count(findings, code), 0u) << code;
   }
+  EXPECT_EQ(Count(findings, "NEED_UNCHECKED"), 1u);
 }
 
 }  // namespace

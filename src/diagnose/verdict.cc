@@ -141,15 +141,14 @@ bool FitsAfterReclaim(const Snapshot& latest, std::span<const Finding> ranked,
       exclusive_freed.insert(f.gpus.front());
     }
   }
-  std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed);
-  const Placement p = PlaceNeed(need, rooms, latest.topology);
-  return p.outcome == PlacementOutcome::kFits && !p.nvlink_unchecked;
+  std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed, ranked);
+  return PlaceNeed(need, rooms, latest.topology).outcome == PlacementOutcome::kFits;
 }
 
 // The server's verdict on a stated need (Diagnosis::server).
 Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
                    std::span<const Finding> ranked, const NeedRequest& need) {
-  if (FirstWithCode(ranked, "NEED_UNKNOWN") != nullptr) return Verdict::kUnknown;
+  if (FirstWithCode(ranked, "NEED_UNCHECKED") != nullptr) return Verdict::kUnknown;
   if (FirstWithCode(ranked, "NEED_EXCEEDS_SERVER") != nullptr) return Verdict::kNeverFits;
   if (FirstWithCode(ranked, "NEED_FITS") != nullptr) return Verdict::kOk;
   if (FirstWithCode(ranked, "FRAGMENTED") == nullptr &&
@@ -168,7 +167,7 @@ Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
     if (gpu.memory.total_bytes) everything[gpu.index] = *gpu.memory.total_bytes;
     all.insert(gpu.index);
   }
-  std::vector<GpuRoom> empty = CollectRooms(latest, everything, all);
+  std::vector<GpuRoom> empty = CollectRooms(latest, everything, all, ranked);
   for (GpuRoom& room : empty) {
     for (const GpuVerdict& g : gpus) {
       if (g.index != room.index) continue;
@@ -250,7 +249,7 @@ std::string NeedSummary(Verdict server, std::span<const GpuVerdict> gpus,
     case Verdict::kNeverFits:
     case Verdict::kUnknown: {
       const Finding* f = FirstWithCode(
-          ranked, server == Verdict::kNeverFits ? "NEED_EXCEEDS_SERVER" : "NEED_UNKNOWN");
+          ranked, server == Verdict::kNeverFits ? "NEED_EXCEEDS_SERVER" : "NEED_UNCHECKED");
       if (f != nullptr) return fmt::format("{} — {}", head, f->message);
       break;
     }
@@ -337,9 +336,12 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
                                   internal::FullMarkFreeBytes(*gpu.memory.total_bytes, options);
           (clears ? reclaimable : genuine) = true;
         }
-        if (options.need && free < options.need->bytes_per_gpu) {
+        const uint64_t wanted = options.need ? options.need->bytes_per_gpu +
+                                                   placement::kDefaultMarginBytes
+                                             : 0;
+        if (options.need && free < wanted) {
           short_of_need = true;
-          need_reclaimable = free + v.reclaimable_bytes >= options.need->bytes_per_gpu;
+          need_reclaimable = free + v.reclaimable_bytes >= wanted;
         }
       } else if (f.code == "COMPUTE_MODE_EXCLUSIVE") {
         const bool all_reclaimable =

@@ -31,6 +31,7 @@
 #include "core/clock.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "diagnose/placement.h"
 #include "diagnose/verdict.h"
 #include "proc/proc_parse.h"
 #include "proc/proc_reader.h"
@@ -1006,21 +1007,13 @@ class DaemonImpl final : public Daemon {
   // full looks.
   void Judge() {
     idle_pids_.clear();
-    unhealthy_.clear();
     diagnose::DiagnoseOptions dopt;
     diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
     for (const diagnose::Finding& f : d.findings) {
       if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
-      const bool hardware = f.category != diagnose::Category::kShortage &&
-                            f.category != diagnose::Category::kContention &&
-                            f.category != diagnose::Category::kHolder &&
-                            f.category != diagnose::Category::kConfiguration &&
-                            f.category != diagnose::Category::kApplication;
-      if (hardware &&
-          diagnose::VerdictRank(f.implies) >= diagnose::VerdictRank(diagnose::Verdict::kDegraded)) {
-        for (unsigned g : f.gpus) unhealthy_.emplace(g, f.code + ": " + f.message);
-      }
     }
+    // The one health test `why --need` uses too.
+    unhealthy_ = diagnose::UnfitGpus(d.findings);
   }
 
   void GuardVram() {
@@ -1068,42 +1061,9 @@ class DaemonImpl final : public Daemon {
   }
 
   std::vector<GpuState> GpuStates() {
-    std::vector<GpuState> out;
     std::set<pid_t> queue_pids;
     for (const auto& [id, pids] : job_pids_) queue_pids.insert(pids.begin(), pids.end());
-    for (const Gpu& g : latest_->gpus) {
-      GpuState st;
-      st.index = g.index;
-      st.uuid = g.uuid.value_or("");
-      st.total_bytes = g.memory.total_bytes.value_or(0);
-      st.free_bytes = g.memory.free_bytes;
-      st.util_pct = g.utilization_gpu_pct;
-      if (g.unreachable) {
-        st.healthy = false;
-        st.unhealthy_reason = g.unreachable->message;
-      } else if (auto u = unhealthy_.find(g.index); u != unhealthy_.end()) {
-        st.healthy = false;
-        st.unhealthy_reason = u->second;
-      }
-      for (const GpuProcess& p : g.processes) {
-        if (p.used_memory_bytes) st.process_bytes[p.pid] += *p.used_memory_bytes;
-        if (queue_pids.count(p.pid) || !p.used_memory_bytes) continue;
-        GpuHolder h;
-        h.pid = p.pid;
-        h.bytes = *p.used_memory_bytes;
-        auto host = latest_->processes.find(p.pid);
-        if (host != latest_->processes.end()) {
-          h.user = host->second.user.value_or("?");
-          h.command = JoinCommandLine(host->second.cmdline);
-          if (idle_pids_.count(p.pid)) h.idle_s = host->second.age_s;
-        }
-        st.holders.push_back(std::move(h));
-      }
-      std::sort(st.holders.begin(), st.holders.end(),
-                [](const GpuHolder& a, const GpuHolder& b) { return a.bytes > b.bytes; });
-      out.push_back(std::move(st));
-    }
-    return out;
+    return GpuStatesOf(*latest_, unhealthy_, queue_pids, idle_pids_);
   }
 
   void Schedule() {

@@ -11,16 +11,17 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "core/units.h"
+#include "placement/placement.h"
 
 namespace gw::queue {
 namespace {
 
-constexpr size_t kMaxGpus = 64;
-using Mask = uint64_t;  // One bit per GPU position (GPUs sorted by index).
-
-constexpr Mask Bit(unsigned pos) { return Mask{1} << pos; }
-unsigned Count(Mask m) { return static_cast<unsigned>(std::popcount(m)); }
+using placement::Bit;
+using placement::Count;
+using placement::kMaxGpus;
+using placement::Mask;  // One bit per GPU position (GPUs sorted by index).
 
 constexpr int64_t kMsPerS = 1000;
 constexpr int64_t kMsPerMin = 60 * kMsPerS;
@@ -50,6 +51,7 @@ enum class Code : uint8_t {
   kUtil,
   kReservedForHead,
   kUnhealthy,
+  kTopologyUnknown,
   kNeverFits,
 };
 
@@ -75,6 +77,8 @@ std::string_view CodeName(Code code) {
       return "reserved_for_head";
     case Code::kUnhealthy:
       return "unhealthy";
+    case Code::kTopologyUnknown:
+      return "topology_unknown";
     case Code::kNeverFits:
       return "never_fits";
   }
@@ -156,77 +160,92 @@ void Add(Rooms& rooms, const Holder& h) {
   for (const Hold& x : h.holds) rooms[x.pos].free -= x.used;
 }
 
-// Static facts about the GPUs and the placement of a need on them.
+// The GPUs as the placement core sees them (placement/placement.h decides
+// eligibility, room, order, GPU sets and "never"), plus the queue's own
+// bookkeeping: reservations, whole-GPU jobs and EXCLUSIVE GPUs taken in this
+// pass.
+placement::Candidate CandidateOf(const GpuState& g) {
+  placement::GpuFacts f;
+  f.index = g.index;
+  f.total_bytes = g.total_bytes;
+  f.free_bytes = g.free_bytes;
+  f.util_pct = g.util_pct;
+  for (const auto& [pid, bytes] : g.process_bytes) f.listed_bytes += bytes;
+  f.unreachable = g.unreachable;
+  f.mig = g.mig;
+  f.compute_mode = g.compute_mode;
+  f.compute_process = g.compute_process;
+  f.healthy = g.healthy;
+  return placement::Assess(f);
+}
+
+std::vector<const GpuState*> SortedGpus(const QueueView& view) {
+  std::vector<const GpuState*> dev;
+  for (const GpuState& g : view.gpus) dev.push_back(&g);
+  // As placement::Server orders them: stable by index, the first of equal
+  // indices kept, at most kMaxGpus.
+  std::stable_sort(dev.begin(), dev.end(),
+                   [](const GpuState* a, const GpuState* b) { return a->index < b->index; });
+  dev.erase(std::unique(dev.begin(), dev.end(),
+                        [](const GpuState* a, const GpuState* b) { return a->index == b->index; }),
+            dev.end());
+  if (dev.size() > kMaxGpus) dev.resize(kMaxGpus);
+  return dev;
+}
+
+std::vector<placement::Candidate> Candidates(const std::vector<const GpuState*>& dev) {
+  std::vector<placement::Candidate> out;
+  out.reserve(dev.size());
+  for (const GpuState* g : dev) out.push_back(CandidateOf(*g));
+  return out;
+}
+
 class Gpus {
  public:
-  explicit Gpus(const QueueView& view) : margin_(Signed(view.config.margin_bytes)) {
-    for (const GpuState& g : view.gpus) dev_.push_back(&g);
-    std::sort(dev_.begin(), dev_.end(),
-              [](const GpuState* a, const GpuState* b) { return a->index < b->index; });
-    dev_.erase(
-        std::unique(dev_.begin(), dev_.end(),
-                    [](const GpuState* a, const GpuState* b) { return a->index == b->index; }),
-        dev_.end());
-    if (dev_.size() > kMaxGpus) dev_.resize(kMaxGpus);
-    for (unsigned p = 0; p < dev_.size(); ++p) {
-      all_ |= Bit(p);
-      if (dev_[p]->healthy && dev_[p]->free_bytes) placeable_ |= Bit(p);
-    }
-    LoadTopology(view.topology);
-    LoadSizes();
-  }
+  explicit Gpus(const QueueView& view)
+      : dev_(SortedGpus(view)),
+        core_(Candidates(dev_), view.topology, view.config.margin_bytes),
+        ever_(core_) {}
 
-  unsigned size() const { return static_cast<unsigned>(dev_.size()); }
+  // Not copyable: ever_ refers to core_.
+  Gpus(const Gpus&) = delete;
+  Gpus& operator=(const Gpus&) = delete;
+
+  unsigned size() const { return core_.size(); }
   const GpuState& at(unsigned pos) const { return *dev_[pos]; }
-  Mask all() const { return all_; }
-  Mask placeable() const { return placeable_; }
-  bool topology_known() const { return topology_known_; }
-  int64_t margin() const { return margin_; }
+  const placement::Server& core() const { return core_; }
+  Mask all() const { return core_.all(); }
+  Mask placeable() const { return core_.eligible(); }
+  bool topology_known() const { return core_.topology_known(); }
+  int64_t margin() const { return core_.margin(); }
+  int Pos(unsigned index) const { return core_.Pos(index); }
 
-  int Pos(unsigned index) const {
-    auto it = std::lower_bound(dev_.begin(), dev_.end(), index,
-                               [](const GpuState* g, unsigned i) { return g->index < i; });
-    if (it == dev_.end() || (*it)->index != index) return -1;
-    return static_cast<int>(it - dev_.begin());
-  }
-
-  // NVML's free memory and its process list are two calls, not one atomic
-  // read: a process that allocates between them is in the list (so a queue
-  // job's hold counts it as used, lowering its reservation) but not yet out
-  // of `free`. Free is therefore never taken above total less what the
-  // listed processes hold; otherwise that moment would promise the same
-  // bytes twice.
+  // Free memory as the core caps it (see placement.h).
   Rooms InitialRooms() const {
-    Rooms rooms(dev_.size());
-    for (unsigned p = 0; p < dev_.size(); ++p) {
-      const GpuState& g = *dev_[p];
-      int64_t free = Signed(g.free_bytes.value_or(0));
-      if (g.total_bytes > 0) {
-        int64_t listed = 0;
-        for (const auto& [pid, bytes] : g.process_bytes) listed += Signed(bytes);
-        free = std::min(free, Signed(g.total_bytes) - listed);
-      }
-      rooms[p].free = free;
-    }
+    Rooms rooms(size());
+    for (unsigned p = 0; p < size(); ++p) rooms[p].free = core_.Free(p);
     return rooms;
   }
 
   // What a new job could be promised on `pos`; see AvailableBytes().
   int64_t Available(const Rooms& rooms, unsigned pos) const {
     const Room& r = rooms[pos];
-    const int64_t avail = r.free - r.reserved - margin_;
+    const int64_t avail = r.free - r.reserved - margin();
     return r.whole_jobs > 0 ? std::min<int64_t>(avail, 0) : avail;
   }
 
   bool Fits(const Rooms& rooms, unsigned pos, uint64_t bytes) const {
     const Room& r = rooms[pos];
+    // An EXCLUSIVE GPU takes one process: not a second queue job, even one
+    // that has not created its context yet.
+    if (core_.at(pos).exclusive && r.queue_jobs > 0) return false;
     if (bytes == 0) {
       // 90 % of total, as task-spooler's "free GPU": a display server or a
       // small idle holder does not make a GPU unusable for a whole-GPU job.
-      const int64_t total = Signed(dev_[pos]->total_bytes);
+      const int64_t total = Signed(dev_[pos]->total_bytes.value_or(0));
       return r.queue_jobs == 0 && r.free >= total - total / 10;
     }
-    return r.whole_jobs == 0 && r.free - r.reserved - margin_ >= Signed(bytes);
+    return r.whole_jobs == 0 && Available(rooms, pos) >= Signed(bytes);
   }
 
   bool UtilOk(unsigned pos, const Need& need) const {
@@ -238,209 +257,50 @@ class Gpus {
   // Placeable GPUs in `allowed` on which one GPU's share of `need` fits.
   Mask RoomMask(const Rooms& rooms, const Need& need, bool check_util, Mask allowed) const {
     Mask m = 0;
-    for (Mask rest = placeable_ & allowed; rest != 0; rest &= rest - 1) {
+    for (Mask rest = placeable() & allowed; rest != 0; rest &= rest - 1) {
       const auto p = static_cast<unsigned>(std::countr_zero(rest));
       if (Fits(rooms, p, need.bytes) && (!check_util || UtilOk(p, need))) m |= Bit(p);
     }
     return m;
   }
 
-  // The GPUs to give `need` among `cand` (each of which fits), or 0.
+  // The GPUs to give `need` among `cand` (each of which fits), or 0: the
+  // core's choice, ranked by what each GPU could still be promised.
   Mask Choose(const Rooms& rooms, const Need& need, Mask cand) const {
     if (need.gpus == 0 || Count(cand) < need.gpus) return 0;
-    if (need.nvlink && !topology_known_) return 0;
-    // Preference: least busy (unknown = busiest), most available, lowest index.
-    std::array<unsigned, kMaxGpus> order{};
     std::array<int64_t, kMaxGpus> avail{};
-    unsigned n = 0;
     for (Mask rest = cand; rest != 0; rest &= rest - 1) {
       const auto p = static_cast<unsigned>(std::countr_zero(rest));
       avail[p] = Available(rooms, p);
-      order[n++] = p;
     }
-    auto better = [&](unsigned a, unsigned b) {
-      const unsigned ua = dev_[a]->util_pct.value_or(101);
-      const unsigned ub = dev_[b]->util_pct.value_or(101);
-      if (ua != ub) return ua < ub;
-      if (avail[a] != avail[b]) return avail[a] > avail[b];
-      return a < b;
-    };
-    if (need.gpus == 1) return Bit(*std::min_element(order.begin(), order.begin() + n, better));
-    std::sort(order.begin(), order.begin() + n, better);
-    if (need.nvlink) {
-      Mask out = 0;
-      long budget = 100'000;
-      Clique(order.data(), n, 0, need.gpus, 0, 0, &out, &budget);
-      return out;
-    }
-    auto first_n = [&](Mask within, unsigned* worst, unsigned* sum) {
-      Mask chosen = 0;
-      unsigned taken = 0;
-      *sum = 0;
-      for (unsigned i = 0; i < n && taken < need.gpus; ++i) {
-        if ((within & Bit(order[i])) == 0) continue;
-        chosen |= Bit(order[i]);
-        ++taken;
-        *worst = i;
-        *sum += i;
-      }
-      return chosen;
-    };
-    unsigned worst = 0, sum = 0;
-    if (!topology_known_) return first_n(cand, &worst, &sum);
-    // The closest group first (PCIe levels form a tree, so at each level the
-    // GPUs within that distance of each other are disjoint clusters); within
-    // a level, the cluster whose chosen GPUs rank best.
-    for (const std::vector<Mask>& clusters : clusters_) {
-      Mask best = 0;
-      unsigned best_worst = 0, best_sum = 0;
-      for (Mask cluster : clusters) {
-        if (Count(cand & cluster) < need.gpus) continue;
-        const Mask chosen = first_n(cand & cluster, &worst, &sum);
-        if (best == 0 || worst < best_worst || (worst == best_worst && sum < best_sum)) {
-          best = chosen;
-          best_worst = worst;
-          best_sum = sum;
-        }
-      }
-      if (best != 0) return best;
-    }
-    return first_n(cand, &worst, &sum);
+    return core_.Choose(Request(need), cand, std::span<const int64_t>(avail.data(), size()));
   }
 
-  // Whether `need` could ever be placed: on healthy GPUs with known free
-  // memory (kNone), only counting the others too (kUnhealthy), or not at all.
+  // Whether `need` could ever be placed (the core's answer): kNone when it
+  // can, kUnhealthy when only on GPUs that cannot be used, kTopologyUnknown,
+  // or kNeverFits.
   Code Static(const Need& need) const {
-    if (need.gpus == 0) return Code::kNone;
-    if (need.nvlink && !topology_known_) return Code::kNeverFits;
-    // The smallest size class that holds the request.
-    const int64_t want = need.bytes == 0 ? 0 : Signed(need.bytes) + margin_;
-    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), want);
-    if (it == sizes_.end()) return Code::kNeverFits;
-    const auto k = static_cast<size_t>(it - sizes_.begin());
-    auto ok = [&](const SizeClass& c) {
-      return c.gpus >= need.gpus && (!need.nvlink || c.clique >= need.gpus);
-    };
-    if (ok(placeable_classes_[k])) return Code::kNone;
-    if (ok(all_classes_[k])) return Code::kUnhealthy;
+    switch (ever_.CanEver(Request(need))) {
+      case placement::Ever::kPossible:
+        return Code::kNone;
+      case placement::Ever::kUnusable:
+        return Code::kUnhealthy;
+      case placement::Ever::kTopologyUnknown:
+        return Code::kTopologyUnknown;
+      case placement::Ever::kNever:
+        return Code::kNeverFits;
+    }
     return Code::kNeverFits;
   }
 
-  // GPUs of at least `bytes` (+ margin), all or only placeable ones.
-  Mask BigEnough(uint64_t bytes, bool placeable_only) const {
-    const int64_t want = bytes == 0 ? 0 : Signed(bytes) + margin_;
-    Mask m = 0;
-    for (unsigned p = 0; p < dev_.size(); ++p) {
-      if (Signed(dev_[p]->total_bytes) >= want) m |= Bit(p);
-    }
-    return placeable_only ? m & placeable_ : m;
-  }
-
-  unsigned MaxClique(Mask m) const {
-    std::array<unsigned, kMaxGpus> order{};
-    unsigned n = 0;
-    for (Mask rest = m; rest != 0; rest &= rest - 1) {
-      order[n++] = static_cast<unsigned>(std::countr_zero(rest));
-    }
-    for (unsigned size = n; size > 1; --size) {
-      Mask out = 0;
-      long budget = 100'000;
-      if (Clique(order.data(), n, 0, size, 0, 0, &out, &budget)) return size;
-    }
-    return n > 0 ? 1 : 0;
+  static placement::Request Request(const Need& need) {
+    return {.gpus = need.gpus, .bytes_per_gpu = need.bytes, .nvlink = need.nvlink};
   }
 
  private:
-  void LoadTopology(const std::vector<TopologyLink>& topology) {
-    const unsigned n = size();
-    // Pairs the topology does not list are as far apart as GPUs can be.
-    std::vector<int> level(n * n, static_cast<int>(TopologyLevel::kSystem));
-    for (const TopologyLink& link : topology) {
-      const int a = Pos(link.gpu_a);
-      const int b = Pos(link.gpu_b);
-      if (a < 0 || b < 0 || a == b) continue;
-      topology_known_ = true;
-      level[a * n + b] = level[b * n + a] = static_cast<int>(link.level);
-      if (link.nvlinks > 0) {
-        nvlink_[a] |= Bit(b);
-        nvlink_[b] |= Bit(a);
-      }
-    }
-    constexpr std::array<TopologyLevel, 6> kLevels = {
-        TopologyLevel::kInternal,   TopologyLevel::kSingle, TopologyLevel::kMultiple,
-        TopologyLevel::kHostBridge, TopologyLevel::kNode,   TopologyLevel::kSystem};
-    for (size_t l = 0; l < kLevels.size(); ++l) {
-      // Connected components of "at most this far apart".
-      std::vector<unsigned> parent(n);
-      std::iota(parent.begin(), parent.end(), 0u);
-      auto find = [&](unsigned x) {
-        while (parent[x] != x) x = parent[x] = parent[parent[x]];
-        return x;
-      };
-      for (unsigned a = 0; a < n; ++a) {
-        for (unsigned b = a + 1; b < n; ++b) {
-          if (level[a * n + b] <= static_cast<int>(kLevels[l])) parent[find(a)] = find(b);
-        }
-      }
-      std::vector<Mask> by_root(n, 0);
-      for (unsigned p = 0; p < n; ++p) by_root[find(p)] |= Bit(p);
-      for (Mask m : by_root) {
-        if (m != 0) clusters_[l].push_back(m);
-      }
-    }
-  }
-
-  void LoadSizes() {
-    sizes_.push_back(0);  // The class of whole-GPU requests: every GPU.
-    for (const GpuState* g : dev_) sizes_.push_back(Signed(g->total_bytes));
-    std::sort(sizes_.begin(), sizes_.end());
-    sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
-    for (int64_t s : sizes_) {
-      Mask all = 0;
-      for (unsigned p = 0; p < dev_.size(); ++p) {
-        if (Signed(dev_[p]->total_bytes) >= s) all |= Bit(p);
-      }
-      all_classes_.push_back({Count(all), topology_known_ ? MaxClique(all) : 0});
-      const Mask usable = all & placeable_;
-      placeable_classes_.push_back({Count(usable), topology_known_ ? MaxClique(usable) : 0});
-    }
-  }
-
-  // Depth-first search for `want` pairwise NVLink-joined GPUs among
-  // order[from..n), in preference order (so the first found is the most
-  // preferred). Servers have a few dozen GPUs at most; the budget only guards
-  // against a pathological topology.
-  bool Clique(const unsigned* order, unsigned n, unsigned from, unsigned want, Mask chosen,
-              unsigned have, Mask* out, long* budget) const {
-    if (have == want) {
-      *out = chosen;
-      return true;
-    }
-    for (unsigned i = from; i < n; ++i) {
-      if (--*budget < 0 || n - i < want - have) return false;
-      const unsigned c = order[i];
-      if ((nvlink_[c] & chosen) != chosen) continue;
-      if (Clique(order, n, i + 1, want, chosen | Bit(c), have + 1, out, budget)) return true;
-    }
-    return false;
-  }
-
-  int64_t margin_;
   std::vector<const GpuState*> dev_;
-  Mask all_ = 0;
-  Mask placeable_ = 0;
-  bool topology_known_ = false;
-  std::array<Mask, kMaxGpus> nvlink_{};
-  std::array<std::vector<Mask>, 6> clusters_;
-  // Size classes for Static(), which runs for every waiting job: distinct
-  // totals ascending, and per class how many GPUs are at least that big and
-  // their largest NVLink clique, among all GPUs and among placeable ones.
-  struct SizeClass {
-    unsigned gpus = 0;
-    unsigned clique = 0;
-  };
-  std::vector<int64_t> sizes_;
-  std::vector<SizeClass> all_classes_, placeable_classes_;
+  placement::Server core_;
+  placement::EverCache ever_;
 };
 
 Holder RunningHolder(const Gpus& gpus, const RunningJob& job) {
@@ -1074,6 +934,7 @@ class Pass {
                            FormatDuration(static_cast<double>(wait_ms) / kMsPerS));
       }
       case Code::kUnhealthy:
+      case Code::kTopologyUnknown:
       case Code::kNeverFits:
         return StaticText(NeedOf(spec), hot_[idx].code);
       default:
@@ -1082,45 +943,55 @@ class Pass {
   }
 
   std::string StaticText(const Need& need, Code code) const {
-    const unsigned n = gpus_.size();
-    if (need.nvlink && !gpus_.topology_known()) {
+    const placement::Server& core = gpus_.core();
+    if (code == Code::kTopologyUnknown) {
       return fmt::format("needs {}, but the GPU topology is unknown (NVLink cannot be checked)",
                          NeedText(need));
     }
     if (code == Code::kUnhealthy) {
       std::string bad;
-      const Mask big = gpus_.BigEnough(need.bytes, false) & ~gpus_.placeable();
+      const Mask big = core.BigEnough(need.bytes) & ~core.later();
       for (Mask rest = big; rest != 0; rest &= rest - 1) {
-        const GpuState& g = gpus_.at(static_cast<unsigned>(std::countr_zero(rest)));
+        const auto p = static_cast<unsigned>(std::countr_zero(rest));
+        const GpuState& g = gpus_.at(p);
         if (!bad.empty()) bad += "; ";
-        if (!g.healthy) {
-          bad += fmt::format("GPU {} is unhealthy{}{}", g.index,
-                             g.unhealthy_reason.empty() ? "" : ": ", g.unhealthy_reason);
-        } else {
-          bad += fmt::format("GPU {}'s free memory is unknown", g.index);
+        switch (core.at(p).block) {
+          case placement::Block::kUnhealthy:
+          case placement::Block::kUnreachable:
+            bad += fmt::format("GPU {} is {}{}{}", g.index, placement::BlockText(core.at(p).block),
+                               g.unhealthy_reason.empty() ? "" : ": ", g.unhealthy_reason);
+            break;
+          case placement::Block::kMemoryUnknown:
+            bad +=
+                fmt::format("GPU {}'s {}memory is unknown", g.index, g.total_bytes ? "free " : "");
+            break;
+          default:
+            bad += fmt::format("GPU {} is {}", g.index, placement::BlockText(core.at(p).block));
+            break;
         }
       }
       return fmt::format("needs {}; it would fit only on GPUs that cannot be used: {}",
                          NeedText(need), bad);
     }
-    if (need.gpus > n) {
+    const placement::NeverWhy why = core.WhyNever(Gpus::Request(need));
+    const unsigned n = why.server_gpus;
+    if (why.kind == placement::NeverWhy::Kind::kTooFewGpus) {
       return fmt::format("needs {}; the server has {} GPU{}", NeedText(need), n, n == 1 ? "" : "s");
     }
-    const Mask big = gpus_.BigEnough(need.bytes, false);
-    uint64_t largest = 0;
-    for (unsigned p = 0; p < n; ++p) largest = std::max(largest, gpus_.at(p).total_bytes);
-    if (Count(big) < need.gpus) {
-      const uint64_t usable =
-          largest > static_cast<uint64_t>(gpus_.margin()) ? largest - gpus_.margin() : 0;
-      const std::string how_many = Count(big) == 0   ? "no GPU is"
-                                   : Count(big) == 1 ? "only 1 GPU is"
-                                                     : fmt::format("only {} GPUs are", Count(big));
+    if (why.kind == placement::NeverWhy::Kind::kTooSmall) {
+      const uint64_t largest = why.largest_total.value_or(0);
+      const uint64_t margin = static_cast<uint64_t>(gpus_.margin());
+      const uint64_t usable = largest > margin ? largest - margin : 0;
+      const unsigned big = why.big_enough;
+      const std::string how_many = big == 0   ? "no GPU is"
+                                   : big == 1 ? "only 1 GPU is"
+                                              : fmt::format("only {} GPUs are", big);
       return fmt::format("needs {}; {} that big (the largest has {}, {} after the {} margin)",
                          NeedText(need), how_many, FormatBytes(largest), FormatBytes(usable),
-                         FormatBytes(static_cast<uint64_t>(gpus_.margin())));
+                         FormatBytes(margin));
     }
     return fmt::format("needs {}; at most {} GPUs big enough are joined by NVLink", NeedText(need),
-                       gpus_.MaxClique(big));
+                       why.largest_nvlink_set);
   }
 
   std::string UserLimitText(const UserStat& u, unsigned gpus, bool running_limit) const {
@@ -1193,7 +1064,8 @@ class Pass {
       const auto p = static_cast<unsigned>(best);
       const uint64_t free = static_cast<uint64_t>(std::max<int64_t>(0, rooms_[p].free));
       return fmt::format("the emptiest is GPU {} with {} of {} free{}", gpus_.at(p).index,
-                         FormatBytes(free), FormatBytes(gpus_.at(p).total_bytes), HolderText(p));
+                         FormatBytes(free), FormatBytes(gpus_.at(p).total_bytes.value_or(0)),
+                         HolderText(p));
     }
     const Mask room = gpus_.RoomMask(rooms_, need, false, ~Mask{0});
     // The most available GPU without room, for a multi-GPU job the next one.
@@ -1366,6 +1238,56 @@ class Pass {
 
 }  // namespace
 
+std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
+                                  const std::map<unsigned, std::string>& unfit,
+                                  const std::set<pid_t>& queue_pids,
+                                  const std::set<pid_t>& idle_pids) {
+  std::vector<GpuState> out;
+  out.reserve(snapshot.gpus.size());
+  for (const Gpu& g : snapshot.gpus) {
+    // The core's reading of the GPU, as diagnose::CollectRooms() reads it.
+    const placement::GpuFacts facts = placement::FactsOf(g);
+    GpuState st;
+    st.index = g.index;
+    st.uuid = g.uuid.value_or("");
+    st.total_bytes = facts.total_bytes;
+    st.free_bytes = facts.free_bytes;
+    st.util_pct = facts.util_pct;
+    st.unreachable = facts.unreachable;
+    st.mig = facts.mig;
+    st.compute_mode = facts.compute_mode;
+    // The queue's own jobs on an EXCLUSIVE GPU are its bookkeeping (a job
+    // that ends in the projection frees the GPU); only others take it.
+    st.compute_process = std::any_of(g.processes.begin(), g.processes.end(), [&](const auto& p) {
+      return p.type != GpuProcessType::kGraphics && !queue_pids.count(p.pid);
+    });
+    if (g.unreachable) {
+      st.unhealthy_reason = g.unreachable->message;
+    } else if (auto u = unfit.find(g.index); u != unfit.end()) {
+      st.healthy = false;
+      st.unhealthy_reason = u->second;
+    }
+    for (const GpuProcess& p : g.processes) {
+      if (p.used_memory_bytes) st.process_bytes[p.pid] += *p.used_memory_bytes;
+      if (queue_pids.count(p.pid) || !p.used_memory_bytes) continue;
+      GpuHolder h;
+      h.pid = p.pid;
+      h.bytes = *p.used_memory_bytes;
+      auto host = snapshot.processes.find(p.pid);
+      if (host != snapshot.processes.end()) {
+        h.user = host->second.user.value_or("?");
+        h.command = JoinCommandLine(host->second.cmdline);
+        if (idle_pids.count(p.pid)) h.idle_s = host->second.age_s;
+      }
+      st.holders.push_back(std::move(h));
+    }
+    std::stable_sort(st.holders.begin(), st.holders.end(),
+                     [](const GpuHolder& a, const GpuHolder& b) { return a.bytes > b.bytes; });
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
 Decisions Schedule(const QueueView& view) { return Pass(view).Run(); }
 
 const WaitReason* FindWaiting(const Decisions& decisions, JobId id) {
@@ -1401,6 +1323,7 @@ std::string_view GenericWaitMessage(std::string_view code) {
   if (code == "util") return "waits for a GPU that is busy to become less busy";
   if (code == "reserved_for_head") return "would delay the job first in line";
   if (code == "unhealthy") return "fits only on GPUs that cannot be used now";
+  if (code == "topology_unknown") return "needs NVLink, but the GPU topology is unknown";
   if (code == "never_fits") return "cannot fit on this server's GPUs";
   return "waiting";
 }

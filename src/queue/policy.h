@@ -25,8 +25,11 @@
 // "free" rule, tolerating a display server or a small idle holder). While it
 // runs, no other queue job is placed on its GPUs, whatever it allocated.
 //
-// GPU eligibility. Never: an unhealthy GPU, or one whose free memory is
-// unknown. With --max-util P: only GPUs whose utilisation is known and <= P.
+// GPU eligibility (the placement core's, as `why --need`): never an
+// unreachable or unhealthy GPU, one whose free or total memory is unknown,
+// one in MIG mode or in compute mode PROHIBITED, nor an EXCLUSIVE one with a
+// compute process (or a queue job) on it. With --max-util P: only GPUs whose
+// utilisation is known and <= P.
 //
 // Order. Waiting jobs (queued and held alike, so a held job keeps its place)
 // are ordered by effective priority = priority + min(aging_cap,
@@ -37,7 +40,9 @@
 // dependencies have not all succeeded yet ("dependency"), jobs outside their
 // window ("window"), jobs whose owner is at a per-user limit ("user_limit"),
 // and jobs that can never run as the server stands ("never_fits"; "unhealthy"
-// when only unhealthy or unreadable GPUs would be big enough). A job with a
+// when only GPUs that cannot be used would be big enough: unhealthy,
+// unreadable, MIG, PROHIBITED; "topology_unknown" when it asks for NVLink and
+// the topology is unknown, so it cannot be checked). A job with a
 // dependency that failed, was cancelled or lost, or whose id is unknown, is
 // listed in dependency_failed for the daemon to fail (held or not).
 //
@@ -69,14 +74,16 @@
 // Backfill with a reservation is what keeps small jobs from overtaking a
 // large one forever, together with aging.
 //
-// Placement. Single-GPU jobs take the least busy GPU (unknown utilisation
-// counts as busiest), then the one with the most available memory (spread),
-// then the lowest index. N-GPU jobs need N GPUs that each fit; with --nvlink
-// every pair must be NVLink-joined (an empty topology is unknown: such a job
-// is not placed, "never_fits", the message says why); otherwise the set with
+// Placement (placement::Server::Choose, the same as `why --need`'s).
+// Single-GPU jobs take the least busy GPU (unknown utilisation counts as
+// busiest), then the one with the most available memory (spread), then the
+// lowest index. N-GPU jobs need N GPUs that each fit; with --nvlink every
+// pair must be NVLink-joined (an empty topology is unknown: such a job is not
+// placed, "topology_unknown", the message says why); otherwise the set with
 // the smallest PCIe distance (the largest TopologyLevel among its pairs) is
-// preferred, then the least loaded. Servers with more than 64 GPUs: only the
-// first 64 (by index) are used.
+// preferred, then the least loaded. "Never" counts a GPU of unknown total as
+// big enough (never must be certain). Servers with more than 64 GPUs: only
+// the first 64 (by index) are used.
 //
 // Preemption. When the head does not fit in memory now and stopping running
 // preemptible jobs whose BASE priority is strictly lower than the head's
@@ -109,12 +116,14 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/snapshot.h"
+#include "placement/placement.h"
 #include "queue/job.h"
 
 namespace gw::queue {
@@ -128,17 +137,32 @@ struct GpuHolder {
   std::string command;
 };
 
+// A GPU as the policy sees it. Eligibility, room, order and GPU sets are the
+// placement core's (placement/placement.h), the same as `why --need`'s.
 struct GpuState {
   unsigned index = 0;  // NVML index.
   std::string uuid;
-  uint64_t total_bytes = 0;
-  std::optional<uint64_t> free_bytes;  // NVML now; unknown -> the GPU is not used.
-  std::optional<unsigned> util_pct;
-  bool healthy = true;  // A hardware finding of the diagnosis; unhealthy -> never used.
-  std::string unhealthy_reason;
+  std::optional<uint64_t> total_bytes;      // Unknown -> the GPU is not used.
+  std::optional<uint64_t> free_bytes;       // NVML now; unknown -> the GPU is not used.
+  std::optional<unsigned> util_pct;         // Unknown counts as busiest.
+  bool unreachable = false;                 // The probe did not reach it -> not used.
+  bool mig = false;                         // MIG mode on -> not used.
+  std::optional<ComputeMode> compute_mode;  // PROHIBITED -> not used; EXCLUSIVE: one job.
+  bool compute_process = false;  // A compute process not from the queue (EXCLUSIVE: taken).
+  bool healthy = true;           // diagnose::UnfitGpus() of the diagnosis; unhealthy -> not used.
+  std::string unhealthy_reason;  // Why unhealthy or unreachable.
   std::map<pid_t, uint64_t> process_bytes;  // NVML per-process usage on this GPU.
   std::vector<GpuHolder> holders;           // Processes not from the queue, biggest first.
 };
+
+// The GPUs of `snapshot` as the policy sees them (what gpuwardend passes to
+// Schedule()). `unfit`: GPU index -> why the diagnosis finds it unfit for new
+// work (diagnose::UnfitGpus()); `queue_pids`: the queue's own processes (not
+// holders); `idle_pids`: holders known to be idle (their age is shown).
+std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
+                                  const std::map<unsigned, std::string>& unfit,
+                                  const std::set<pid_t>& queue_pids = {},
+                                  const std::set<pid_t>& idle_pids = {});
 
 // A job that holds GPUs: kStarting or kRunning.
 struct RunningJob {
@@ -158,9 +182,9 @@ struct RunningJob {
 };
 
 struct PolicyConfig {
-  uint64_t margin_bytes = 512ull << 20;  // Safety margin on top of a request.
-  unsigned max_running_per_user = 0;     // 0 = unlimited.
-  unsigned max_gpus_per_user = 0;        // 0 = unlimited.
+  uint64_t margin_bytes = placement::kDefaultMarginBytes;  // Kept on top of a request.
+  unsigned max_running_per_user = 0;                       // 0 = unlimited.
+  unsigned max_gpus_per_user = 0;                          // 0 = unlimited.
   // +1 effective priority per aging_step_s of waiting, at most aging_cap
   // (never starve). aging_step_s <= 0 or aging_cap <= 0: no aging.
   int64_t aging_step_s = 3600;
@@ -187,7 +211,7 @@ struct WaitReason {
   // "held", "dependency", "window", "user_limit", "priority" (not tried this
   // pass: behind the head beyond backfill_depth), "resources", "util",
   // "reserved_for_head" (fits now but would delay the head), "unhealthy",
-  // "never_fits".
+  // "topology_unknown", "never_fits".
   std::string code;
   // One line for a person, e.g. "needs 40 GiB on one GPU; the most available
   // is 12 GiB on GPU 3 (28 GiB held by PID 4242, alice, idle 2d)". Empty
@@ -228,7 +252,7 @@ const WaitReason* FindWaiting(const Decisions& decisions, JobId id);
 // Bytes a new job could still be promised on each GPU now: free - reserved -
 // margin, negative when over-committed; at most 0 while an undeclared (whole
 // GPU) queue job runs on it. A request of R bytes fits iff R <= the value.
-// GPUs that are never used (unhealthy, free memory unknown) are absent.
+// GPUs that cannot take new work now (placement::Block) are absent.
 std::map<unsigned, int64_t> AvailableBytes(const QueueView& view);
 
 // Decayed GPU-seconds: a finished interval of `gpu_s` GPU-seconds that ended

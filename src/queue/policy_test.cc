@@ -285,6 +285,69 @@ TEST(PolicyGpuTest, UnknownFreeMemoryIsNotUsed) {
   EXPECT_THAT(Message(d, 2), HasSubstr("GPU 0's free memory is unknown"));
 }
 
+TEST(PolicyGpuTest, MigProhibitedAndTakenExclusiveGpusAreNotUsed) {
+  // The placement core's eligibility, as `why --need`'s.
+  Server s(4);
+  s.Gpu(0).mig = true;
+  s.Gpu(1).compute_mode = ComputeMode::kProhibited;
+  s.Gpu(2).compute_mode = ComputeMode::kExclusiveProcess;
+  s.Gpu(2).compute_process = true;
+  s.Submit(1, 10);
+  s.Submit(2, 10, 2);  // Needs GPU 2 once its process ends: waits.
+  s.Submit(3, 10, 3);  // Would need MIG or PROHIBITED GPUs.
+  const Decisions d = s.Run();
+  EXPECT_THAT(Started(d), ElementsAre(::testing::Pair(1, ElementsAre(3))));
+  EXPECT_EQ(Code(d, 2), "resources");
+  EXPECT_EQ(Code(d, 3), "unhealthy");
+  EXPECT_THAT(Message(d, 3), HasSubstr("GPU 0 is in MIG mode; GPU 1 is compute mode PROHIBITED"));
+  EXPECT_THAT(AvailableBytes(s.view), ElementsAre(::testing::Key(3u)));
+}
+
+TEST(PolicyGpuTest, ExclusiveGpuTakesOneQueueJob) {
+  Server s(1);
+  s.Gpu(0).compute_mode = ComputeMode::kExclusiveProcess;
+  s.Submit(1, 10);
+  s.Submit(2, 10);  // Room, but EXCLUSIVE_PROCESS allows one process.
+  const Decisions d = s.Run();
+  EXPECT_THAT(Started(d), ElementsAre(::testing::Key(1)));
+  EXPECT_EQ(Code(d, 2), "resources");
+}
+
+TEST(PolicyGpuTest, ExclusiveGpuHeldByAQueueJobIsKeptForTheHead) {
+  Server s(1);
+  s.Gpu(0).compute_mode = ComputeMode::kExclusiveProcess;
+  s.AddRunning(50, {0}, 10, 10, 2000, 600);  // Ends in 10 minutes.
+  s.Submit(1, 10);
+  const Decisions d = s.Run();
+  EXPECT_THAT(d.start, IsEmpty());
+  EXPECT_EQ(Code(d, 1), "resources");
+  // The GPU frees when job 50 ends: the head is expected then, on GPU 0.
+  EXPECT_THAT(Message(d, 1), HasSubstr("GPU 0 kept for it"));
+  ASSERT_NE(FindWaiting(d, 1), nullptr);
+  EXPECT_TRUE(FindWaiting(d, 1)->estimated_start_unix_ms.has_value());
+}
+
+TEST(PolicyGpuTest, UnknownTotalOrUnreachableIsNeverNever) {
+  Server s(2);
+  s.Gpu(1).total_bytes = std::nullopt;
+  s.Gpu(1).free_bytes = std::nullopt;
+  s.Submit(1, 10, 2);   // Might fit on GPU 1: it cannot be read.
+  s.Submit(2, 100, 1);  // GPU 0 is too small; GPU 1 might not be.
+  s.Submit(3, 10, 3);   // Three GPUs: never, whatever GPU 1 is.
+  Decisions d = s.Run();
+  EXPECT_EQ(Code(d, 1), "unhealthy");
+  EXPECT_THAT(Message(d, 1), HasSubstr("GPU 1's memory is unknown"));
+  EXPECT_EQ(Code(d, 2), "unhealthy");
+  EXPECT_EQ(Code(d, 3), "never_fits");
+  s.Gpu(1).total_bytes = 80 * kGiB;
+  s.Gpu(1).free_bytes = 80 * kGiB;
+  s.Gpu(1).unreachable = true;
+  s.Gpu(1).unhealthy_reason = "GPU is lost";
+  d = s.Run();
+  EXPECT_EQ(Code(d, 1), "unhealthy");
+  EXPECT_THAT(Message(d, 1), HasSubstr("GPU 1 is unreachable: GPU is lost"));
+}
+
 TEST(PolicyGpuTest, SingleGpuPrefersIdleThenMostAvailableThenIndex) {
   Server s(4);
   s.Gpu(0).util_pct = 50;
@@ -542,7 +605,8 @@ TEST(PolicyTopologyTest, NvlinkWithUnknownTopologyIsNotPlaced) {
   s.Submit(2, 10, 2);  // Without --nvlink it goes anywhere.
   const Decisions d = s.Run();
   EXPECT_THAT(Started(d), ElementsAre(::testing::Key(2)));
-  EXPECT_EQ(Code(d, 1), "never_fits");
+  // It waits (cannot be checked), not "never fits": the topology may be read later.
+  EXPECT_EQ(Code(d, 1), "topology_unknown");
   EXPECT_THAT(Message(d, 1), HasSubstr("topology is unknown"));
 }
 
@@ -831,8 +895,9 @@ TEST(PolicyExplainTest, OnlyTheFirstJobsGetMessages) {
 }
 
 TEST(PolicyExplainTest, GenericMessagesForEveryCode) {
-  for (const char* code : {"held", "dependency", "window", "user_limit", "priority", "resources",
-                           "util", "reserved_for_head", "unhealthy", "never_fits"}) {
+  for (const char* code :
+       {"held", "dependency", "window", "user_limit", "priority", "resources", "util",
+        "reserved_for_head", "unhealthy", "topology_unknown", "never_fits"}) {
     EXPECT_NE(GenericWaitMessage(code), GenericWaitMessage("?")) << code;
   }
 }
