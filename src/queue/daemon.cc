@@ -31,6 +31,7 @@
 #include "core/clock.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "diagnose/health.h"
 #include "diagnose/verdict.h"
 #include "proc/proc_parse.h"
 #include "proc/proc_reader.h"
@@ -1011,16 +1012,9 @@ class DaemonImpl final : public Daemon {
     diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
     for (const diagnose::Finding& f : d.findings) {
       if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
-      const bool hardware = f.category != diagnose::Category::kShortage &&
-                            f.category != diagnose::Category::kContention &&
-                            f.category != diagnose::Category::kHolder &&
-                            f.category != diagnose::Category::kConfiguration &&
-                            f.category != diagnose::Category::kApplication;
-      if (hardware &&
-          diagnose::VerdictRank(f.implies) >= diagnose::VerdictRank(diagnose::Verdict::kDegraded)) {
-        for (unsigned g : f.gpus) unhealthy_.emplace(g, f.code + ": " + f.message);
-      }
     }
+    // What is unhealthy is diagnose's judgement, the same as `gpuwarden health`.
+    unhealthy_ = diagnose::UnhealthyGpus(d.findings);
   }
 
   void GuardVram() {
