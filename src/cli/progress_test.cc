@@ -48,7 +48,7 @@ TEST(SamplingNotice, ShownOnATerminalAndClearedBeforeTheAnswer) {
               "\r\x1b[K");
   }
   // Cleared once: the destructor has nothing left to do.
-  EXPECT_EQ(tty.written.substr(tty.written.size() - 3), "\r\x1b[K");
+  EXPECT_EQ(tty.written.substr(tty.written.size() - 4), "\r\x1b[K");
   EXPECT_EQ(tty.written.find("\r\x1b[K\r\x1b[K"), std::string::npos);
 }
 

@@ -104,7 +104,11 @@ HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& lat
           gpu.unreachable->message.empty() ? gpu.unreachable->code : gpu.unreachable->message;
     } else if (NothingRead(gpu)) {
       g.unread = true;
-      g.unread_reason = "no data: NVML answered nothing about this GPU";
+      // A probe cut short by a call that did not return (on another GPU)
+      // never reached it; otherwise NVML had nothing to say about it.
+      g.unread_reason = latest.timed_out
+                            ? "not reached before the probe's deadline (a call did not return)"
+                            : "NVML answered nothing about it";
     }
     Health health = g.unread ? Health::kUnknown : Health::kHealthy;
     for (const Finding& f : findings) {

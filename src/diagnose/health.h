@@ -10,10 +10,10 @@
 // healthy one.
 //
 // UNKNOWN is never healthy. A GPU is unread when the probe could not read it
-// (Gpu::unreachable: no handle, lost, no permission, not answered in time, not
-// reached because the probe stopped at another GPU) or read nothing about it
-// (no memory, utilisation or temperature). An unread GPU is unknown unless a
-// finding about it is worse (a lost GPU is failed).
+// (Gpu::unreachable: no handle, lost, no permission, its call did not return)
+// or read nothing about it (no memory, utilisation or temperature: not reached
+// before the probe's deadline, or NVML had nothing to say). An unread GPU is
+// unknown unless a finding about it is worse (a lost GPU is failed).
 #ifndef GPUWARDEN_DIAGNOSE_HEALTH_H_
 #define GPUWARDEN_DIAGNOSE_HEALTH_H_
 
