@@ -107,7 +107,8 @@ HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& lat
       // A probe cut short by a call that did not return (on another GPU)
       // never reached it; otherwise NVML had nothing to say about it.
       g.unread_reason = latest.timed_out
-                            ? "not reached before the probe's deadline (a call did not return)"
+                            ? "the probe's deadline passed before it reached this GPU (a call did "
+                              "not return)"
                             : "NVML answered nothing about it";
     }
     Health health = g.unread ? Health::kUnknown : Health::kHealthy;

@@ -122,6 +122,10 @@ TEST(Health, NoDataIsUnread) {
   EXPECT_EQ(r.gpus[1].health, Health::kUnknown);
   EXPECT_TRUE(r.gpus[1].unread);
   EXPECT_EQ(r.overall, Health::kUnknown);
+  EXPECT_EQ(r.gpus[1].unread_reason, "NVML answered nothing about it");
+  // Not reached by a probe that hit its deadline on another GPU.
+  s.timed_out = true;
+  EXPECT_NE(AssessHealth({}, s).gpus[1].unread_reason.find("deadline"), std::string::npos);
 }
 
 TEST(Health, CapacityIsNotHealth) {
