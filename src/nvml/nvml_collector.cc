@@ -212,8 +212,9 @@ void NvmlCollector::Collect(Snapshot* snapshot) {
 void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known) {
   std::vector<Gpu>& gpus = snapshot->gpus;
   // A position that could not say its index (its handle failed) is one of the
-  // GPUs between the one before it and the one after: it takes the first
-  // index free after the one before.
+  // GPUs between the one before it and the one after; which one cannot be
+  // known, so it takes the first index free after the one before, and its
+  // error says which place of the list it was.
   unsigned size = static_cast<unsigned>(gpus.size());
   for (const Gpu& g : gpus) size = std::max(size, g.index + 1);
   std::vector<bool> taken(size, false);
@@ -232,8 +233,18 @@ void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& kn
       taken.push_back(false);
       index = size++;
     }
+    if (gpus[p].unreachable && index != p) {
+      ProbeError& e = *gpus[p].unreachable;
+      for (ProbeError& listed : snapshot->errors) {
+        if (listed.gpu_index == p && listed.message == e.message) {
+          listed.gpu_index = index;
+          listed.message += fmt::format(" (place {} of NVML's list)", p);
+        }
+      }
+      e.gpu_index = index;
+      e.message += fmt::format(" (place {} of NVML's list)", p);
+    }
     gpus[p].index = index;
-    if (gpus[p].unreachable) gpus[p].unreachable->gpu_index = index;
     taken[index] = true;
     after = index + 1;
   }
