@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/exit_codes.h"
+#include "cli/progress.h"
 #include "collect/window.h"
 #include "core/clock.h"
 #include "import/nvsmi_xml.h"
@@ -81,9 +82,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
     RealClock clock;
     collect::WindowOptions window;
     window.window_s = args.now ? 0 : args.window_s;
+    StderrTerminal terminal;
+    SamplingNotice notice(terminal, args.progress);
+    window.progress = [&notice](const collect::WindowProgress& p) { notice.Update(p); };
     judged.history = collect::CollectWindow(*collect_options, window, clock, [](int64_t ms) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     });
+    notice.Clear();
     if (judged.history.size() > 1) {
       judged.window_s =
           (judged.history.back().time_unix_ms - judged.history.front().time_unix_ms) / 1000.0;

@@ -24,6 +24,9 @@ struct JudgeArgs {
   std::string kernel_log;  // --kernel-log FILE
   bool no_kernel_log = false;
   std::optional<double> idle_min_age_s;  // --idle-for
+  // Say what the window is doing on a terminal (stderr) while it samples
+  // (cli/progress.h); the caller sets it for text output only.
+  bool progress = false;
 };
 
 struct Judged {

@@ -252,7 +252,10 @@ int Main(int argc, char** argv) {
   }
 
   if (status->parsed()) return gw::cli::RunStatus(global, status_args);
-  if (why->parsed()) return gw::cli::RunWhy(global, why_args);
+  if (why->parsed()) {
+    why_args.judge.progress = !why_args.json;  // A status line on a terminal, never in JSON.
+    return gw::cli::RunWhy(global, why_args);
+  }
   if (health->parsed()) return gw::cli::RunHealth(global, health_args);
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);

@@ -16,9 +16,6 @@
 #include "render/events_json.h"
 #include "render/events_text.h"
 #include "render/explain.h"
-#include "render/health.h"
-#include "render/health_json.h"
-#include "render/health_text.h"
 #include "render/why_json.h"
 #include "render/why_text.h"
 
@@ -43,20 +40,6 @@ std::vector<std::string> SourcesRead(const Judged& judged) {
 }
 
 }  // namespace
-
-diagnose::Diagnosis HealthOnly(const diagnose::Diagnosis& full, const Snapshot& latest,
-                               const diagnose::DiagnoseOptions& options) {
-  diagnose::Diagnosis out;
-  for (const auto& f : full.findings) {
-    if (render::IsHealthCategory(f.category)) out.findings.push_back(f);
-  }
-  diagnose::RankFindings(out.findings);
-  out.gpus = diagnose::JudgeGpus(latest, out.findings, options);
-  out.server = diagnose::JudgeServer(latest, out.gpus, out.findings, options);
-  out.summary = diagnose::ServerSummary(out.server, out.gpus, out.findings, options);
-  out.users = full.users;
-  return out;
-}
 
 int RunWhy(const GlobalOptions& global, const WhyArgs& args) {
   const bool color = ShouldUseColor(global.color);
@@ -91,21 +74,6 @@ int RunWhy(const GlobalOptions& global, const WhyArgs& args) {
     Print(render::RenderWhyText(judged->diagnosis, latest, text));
   }
   return VerdictExitCode(judged->diagnosis.server);
-}
-
-int RunHealth(const GlobalOptions& global, const HealthArgs& args) {
-  auto judged = Judge(global, args.judge);
-  if (!judged.ok()) return JudgeErrorExit(judged.error());
-  const Snapshot& latest = judged->history.back();
-  diagnose::Diagnosis health = HealthOnly(judged->diagnosis, latest, judged->options);
-  if (args.json) {
-    Print(render::RenderHealthJson(health, latest, /*pretty=*/true));
-  } else {
-    Print(render::RenderHealthText(health, latest, args.verbose, ShouldUseColor(global.color)));
-  }
-  // Busy or reclaimable is healthy hardware: only DEGRADED, FAULT and UNKNOWN count.
-  const int code = VerdictExitCode(health.server);
-  return code == kExitVerdictBusy || code == kExitVerdictReclaimable ? kExitOk : code;
 }
 
 int RunEvents(const GlobalOptions& global, const EventsArgs& args) {

@@ -8,6 +8,7 @@
 
 #include "cli/global_options.h"
 #include "cli/judge.h"
+#include "diagnose/health.h"
 
 namespace gw::cli {
 
@@ -24,7 +25,10 @@ struct HealthArgs {
   bool json = false;
   bool verbose = false;
 };
+// In health_command.cc.
 int RunHealth(const GlobalOptions& global, const HealthArgs& args);
+// 0 healthy, 12 degraded, 13 failed, 14 unknown.
+int HealthExitCode(diagnose::Health health);
 
 struct EventsArgs {
   std::string kernel_log;  // --kernel-log FILE
@@ -32,11 +36,6 @@ struct EventsArgs {
   bool json = false;
 };
 int RunEvents(const GlobalOptions& global, const EventsArgs& args);
-
-// Only the findings about the hardware and the driver (health checks), with
-// the verdicts judged again from them. Pure.
-diagnose::Diagnosis HealthOnly(const diagnose::Diagnosis& full, const Snapshot& latest,
-                               const diagnose::DiagnoseOptions& options);
 
 }  // namespace gw::cli
 

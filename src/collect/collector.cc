@@ -17,6 +17,10 @@
 namespace gw::collect {
 namespace {
 
+// The least time the reads of the driver-listed processes get (at most half
+// the deadline), however long NVML took.
+constexpr int64_t kProcReadMinBudgetMs = 1000;
+
 struct HostScan {
   std::map<pid_t, std::vector<std::string>> holders;
   std::map<pid_t, HostProcess> processes;
@@ -165,6 +169,11 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
       if (!host.count(pid)) missing.insert(pid);
     }
     if (!missing.empty()) {
+      // These reads start only once NVML has answered. A probe whose NVML part
+      // used the whole deadline (a hung GPU) still gives them a budget of
+      // their own: a timeout reported here is then /proc's, never NVML's.
+      const int64_t budget_ms = std::max(
+          remaining_ms(), std::min<int64_t>(options.deadline_ms / 2, kProcReadMinBudgetMs));
       auto read = RunWithDeadline<std::map<pid_t, HostProcess>>(
           [root = options.proc_root, missing, now_unix_ms] {
             proc::ProcReader reader(root);
@@ -172,13 +181,15 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
             ReadProcesses(reader, missing, now_unix_ms, out);
             return out;
           },
-          remaining_ms());
+          budget_ms);
       if (read) {
         host.merge(*read);
       } else {
         snapshot.timed_out = true;
         snapshot.errors.push_back(ProcError(
-            "timeout", "reading /proc for the GPU processes did not finish within the deadline"));
+            "timeout", fmt::format("reading /proc for the GPU processes did not finish within "
+                                   "{:.1f} s (a process stuck in uninterruptible sleep?)",
+                                   static_cast<double>(budget_ms) / 1000.0)));
       }
     }
 

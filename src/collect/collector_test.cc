@@ -1,6 +1,15 @@
 #include "collect/collector.h"
 
+#include <unistd.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
 #include <gtest/gtest.h>
+
+#include "nvml/fake_nvml_test_util.h"
+#include "nvml/probe.h"
 
 namespace gw::collect {
 namespace {
@@ -57,6 +66,53 @@ TEST(AttachHostProcesses, IgnoresHostProcessesThatNeitherHoldNorAreListed) {
   std::map<pid_t, HostProcess> host = {{999, Proc(999, "dave")}};
   AttachHostProcesses(s, host, {});
   EXPECT_TRUE(s.processes.empty());
+}
+
+// Issue 12, class 9: a GPU whose driver call hangs uses up the probe's
+// deadline; the /proc reads that follow did not time out and must not be
+// reported as PROC_SCAN_TIMEOUT.
+TEST(Collect, AHungGpuIsNotAProcScanTimeout) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<nvml::FakeNvml>();
+  fake->gpus.resize(3);
+  fake->gpus[0].compute = {{static_cast<uint32_t>(getpid()), 1ULL << 30}};
+  fake->gpus[1].before_memory = [gate] {
+    std::unique_lock<std::mutex> lock(gate->mu);
+    gate->cv.wait(lock, [&] { return gate->open; });
+  };
+  CollectOptions options;
+  options.deadline_ms = 300;
+  options.scan_device_files = false;
+  {
+    nvml::ProbeSession session(
+        NvmlProbeOptions(options),
+        [fake](const std::string&) -> Result<std::shared_ptr<nvml::NvmlApi>> {
+          return std::shared_ptr<nvml::NvmlApi>(fake);
+        });
+    options.nvml_session = &session;
+    RealClock clock;
+    const Snapshot s = Collect(options, clock);
+    EXPECT_TRUE(s.timed_out);
+    bool driver_timeout = false;
+    for (const ProbeError& e : s.errors) {
+      EXPECT_FALSE(e.source == "proc" && e.code == "timeout") << e.message;
+      if (e.source == "nvml" && e.code == "timeout") driver_timeout = true;
+    }
+    EXPECT_TRUE(driver_timeout);
+    // The process GPU 0 lists was read from /proc all the same.
+    EXPECT_EQ(s.processes.count(getpid()), 1u);
+    {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      gate->open = true;
+    }
+    gate->cv.notify_all();
+  }
+  EXPECT_TRUE(nvml::WaitForProbeWorkers(30000));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #ifndef GPUWARDEN_COLLECT_WINDOW_H_
 #define GPUWARDEN_COLLECT_WINDOW_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -13,9 +14,20 @@
 
 namespace gw::collect {
 
+// Where a window stands, for a caller that says so while it waits.
+struct WindowProgress {
+  unsigned samples = 0;    // Taken so far (0: before the first).
+  size_t gpus = 0;         // GPUs in the latest sample (0 before the first).
+  int64_t elapsed_ms = 0;  // Since the window started, by the window's clock.
+  int64_t window_ms = 0;   // The whole window.
+};
+
 struct WindowOptions {
   double window_s = 3.0;    // 0 = a single snapshot (`why --now`).
   double interval_s = 0.5;  // Time between the starts of two probes.
+  // Called before the first probe and after each probe that another will
+  // follow (never after the last one); may be empty.
+  std::function<void(const WindowProgress&)> progress;
 };
 
 using SleepFn = std::function<void(int64_t ms)>;

@@ -1,30 +1,16 @@
 #include "diagnose/placement.h"
 
+#include "diagnose/health.h"
+
 #include <algorithm>
 
 namespace gw::diagnose {
-
-std::map<unsigned, std::string> UnfitGpus(std::span<const Finding> findings) {
-  std::map<unsigned, std::string> out;
-  for (const Finding& f : findings) {
-    // Shortage, contention and holders are work (it ends); configuration
-    // (MIG, compute modes) is judged by placement itself; application faults
-    // are the application's.
-    const bool hardware = f.category != Category::kShortage &&
-                          f.category != Category::kContention && f.category != Category::kHolder &&
-                          f.category != Category::kConfiguration &&
-                          f.category != Category::kApplication;
-    if (!hardware || VerdictRank(f.implies) < VerdictRank(Verdict::kDegraded)) continue;
-    for (unsigned g : f.gpus) out.emplace(g, f.code + ": " + f.message);
-  }
-  return out;
-}
 
 std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
                                   const std::map<unsigned, uint64_t>& extra_free,
                                   const std::set<unsigned>& exclusive_freed,
                                   std::span<const Finding> findings) {
-  const std::map<unsigned, std::string> unfit = UnfitGpus(findings);
+  const std::map<unsigned, std::string> unfit = UnhealthyGpus(findings);
   std::vector<GpuRoom> rooms;
   rooms.reserve(snapshot.gpus.size());
   for (const Gpu& gpu : snapshot.gpus) {

@@ -23,12 +23,6 @@
 
 namespace gw::diagnose {
 
-// The GPUs the findings judge unfit for new work, with why ("CODE: message",
-// the worst finding first when `findings` are ranked): a finding about the GPU
-// whose category is a hardware one (not shortage, contention, holder,
-// configuration or application) and that implies DEGRADED or FAULT. The one
-// health test of `why --need` (RuleNeed, the verdict) and the queue daemon.
-std::map<unsigned, std::string> UnfitGpus(std::span<const Finding> findings);
 
 // A GPU's room for new work.
 struct GpuRoom {
@@ -41,7 +35,7 @@ struct GpuRoom {
 };
 
 // The rooms of every GPU of the snapshot, judged by placement::Assess(); the
-// GPUs in UnfitGpus(findings) are unhealthy. `extra_free` adds bytes to a
+// GPUs in UnhealthyGpus(findings) (diagnose/health.h) are unhealthy. `extra_free` adds bytes to a
 // GPU's free memory (what reclaiming would free), capped at its total; a GPU in
 // `exclusive_freed` is not blocked by its EXCLUSIVE holder.
 std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "diagnose/health.h"
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
 
@@ -202,7 +203,7 @@ TEST(CollectRoomsTest, FreeCappedAtTotalLessListedProcesses) {
   EXPECT_EQ(rooms[0].free_bytes, 70 * kGiB);
 }
 
-TEST(UnfitGpusTest, HardwareFindingsOfDegradedOrWorse) {
+TEST(UnhealthyGpusTest, HardwareFindingsOfDegradedOrWorse) {
   auto finding = [](std::string code, Category c, Verdict v, unsigned gpu) {
     Finding f;
     f.code = std::move(code);
@@ -221,7 +222,7 @@ TEST(UnfitGpusTest, HardwareFindingsOfDegradedOrWorse) {
       finding("XID_APPLICATION", Category::kApplication, Verdict::kFault, 5),
       finding("PCIE_REPLAY_RATE", Category::kBus, Verdict::kOk, 6),
   };
-  const std::map<unsigned, std::string> unfit = UnfitGpus(findings);
+  const std::map<unsigned, std::string> unfit = UnhealthyGpus(findings);
   ASSERT_EQ(unfit.size(), 2u);
   EXPECT_EQ(unfit.at(0), "XID_FATAL: m");
   EXPECT_EQ(unfit.at(1), "NVLINK_DOWN: m");

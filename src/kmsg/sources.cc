@@ -58,6 +58,73 @@ ssize_t ReadSome(int fd, void* buf, size_t n) {
   }
 }
 
+// The first block of a log file, judged text or not.
+constexpr size_t kSniffBytes = 4096;
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when there is none.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  size_t n = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+  } else {
+    return 0;
+  }
+  // A sequence cut by the end of the block counts as valid: the block is an
+  // arbitrary cut of the file.
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size()) return s.size() - i;
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string NotTextReason(std::string_view block) {
+  if (block.empty()) return {};
+  size_t nul = 0, other = 0;
+  for (size_t i = 0; i < block.size();) {
+    const unsigned char c = static_cast<unsigned char>(block[i]);
+    if (c == 0) {
+      ++nul;
+      ++i;
+    } else if (c < 0x20) {
+      // Tabs, line ends, form feeds, backspace and ESC (colour codes of
+      // `dmesg --color`) occur in logs; other control bytes do not.
+      if (c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != '\b' && c != 0x1b) {
+        ++other;
+      }
+      ++i;
+    } else if (c == 0x7f) {
+      ++other;
+      ++i;
+    } else if (c < 0x80) {
+      ++i;
+    } else if (const size_t n = Utf8Length(block, i); n > 0) {
+      i += n;
+    } else {
+      ++other;  // Not UTF-8 (a Latin-1 letter, or binary).
+      ++i;
+    }
+  }
+  const size_t bad = nul + other;
+  // One stray byte (or a few) in a real log is not binary: more than a tenth
+  // of the block is.
+  if (bad <= std::max<size_t>(block.size() / 10, 1)) return {};
+  std::string why = fmt::format(
+      "binary data, not a text log ({} of its first {} bytes are not text", bad, block.size());
+  if (nul > 0) why += fmt::format(", {} of them NUL", nul);
+  return why + ")";
+}
+
+namespace {
+
 // Streams log text into a parser through one fixed buffer: the parser takes
 // the complete lines of each chunk, the incomplete last line moves to the front
 // for the next one. A line that fills the whole buffer is handed over cut and
@@ -79,10 +146,24 @@ class LineFeeder {
   char* space() { return buf_.get() + len_; }
   size_t space_size() const { return capacity_ - len_; }
 
+  // Why the input is not a text log (judged on its first block), or empty.
+  // Once set, nothing more reaches the parser: a binary file yields no
+  // events, it is unreadable.
+  const std::string& not_text() const { return not_text_; }
+
   // `n` bytes were written at space().
   void Commit(size_t n) {
+    if (!not_text_.empty()) return;
     char* buf = buf_.get();
     size_t start = len_, end = len_ + n;
+    if (!judged_) {
+      // The first block is held back until it can be judged.
+      len_ = end;
+      if (len_ < kSniffBytes) return;
+      Judge();
+      if (!not_text_.empty()) return;
+      start = 0;  // The whole block is parsed now.
+    }
     if (skipping_) {
       const void* nl = std::memchr(buf + start, '\n', n);
       if (nl == nullptr) return;  // Still inside the overlong line.
@@ -105,27 +186,41 @@ class LineFeeder {
   }
 
   void Finish() {
+    if (!not_text_.empty()) return;
+    if (!judged_ && len_ > 0) {
+      Judge();
+      if (!not_text_.empty()) return;
+    }
     if (!skipping_ && len_ > 0) parser_.FeedText(std::string_view(buf_.get(), len_), true);
     len_ = 0;
   }
 
  private:
+  void Judge() {
+    judged_ = true;
+    not_text_ = NotTextReason(std::string_view(buf_.get(), std::min(len_, kSniffBytes)));
+    if (!not_text_.empty()) len_ = 0;
+  }
+
   NvrmParser& parser_;
   size_t capacity_;
   std::unique_ptr<char[]> buf_;
   size_t len_ = 0;
   bool skipping_ = false;
+  bool judged_ = false;
+  std::string not_text_;
 };
 
 // Inflates gzip members (concatenated ones too) from `fd` into `feeder`;
-// `first` holds bytes already read from fd.
-void InflateInto(int fd, std::string_view first, LineFeeder& feeder, const std::string& path,
-                 std::vector<std::string>* warnings) {
+// `first` holds bytes already read from fd. Returns what makes the file
+// unreadable, or empty: a stream that ends early (a truncated file), damaged
+// data (a bad CRC or length check, an invalid block) or a read error. Bytes
+// after a complete member that do not start another one are trailing
+// garbage (padding): a warning, as gzip(1) says.
+std::string InflateInto(int fd, std::string_view first, LineFeeder& feeder, const std::string& path,
+                        std::vector<std::string>* warnings) {
   z_stream zs{};
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) {
-    warnings->push_back(path + ": cannot start gzip decoding");
-    return;
-  }
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return "cannot start gzip decoding";
   std::vector<unsigned char> in(size_t{1} << 20);
   std::memcpy(in.data(), first.data(), first.size());
   zs.next_in = in.data();
@@ -133,11 +228,13 @@ void InflateInto(int fd, std::string_view first, LineFeeder& feeder, const std::
   bool eof = false;
   bool finished_member = false;
   uint64_t produced_total = 0;
+  std::string error;
   for (;;) {
+    if (!feeder.not_text().empty()) break;  // Binary inside: judged by the caller.
     if (zs.avail_in == 0 && !eof) {
       const ssize_t r = ReadSome(fd, in.data(), in.size());
       if (r < 0) {
-        warnings->push_back(path + ": read error: " + ErrnoText(errno));
+        error = "read error: " + ErrnoText(errno);
         break;
       }
       if (r == 0) eof = true;
@@ -145,11 +242,19 @@ void InflateInto(int fd, std::string_view first, LineFeeder& feeder, const std::
       zs.avail_in = static_cast<uInt>(r);
     }
     if (zs.avail_in == 0 && eof) {
-      if (!finished_member) warnings->push_back(path + ": gzip data ends early (truncated file)");
+      if (!finished_member) {
+        error = fmt::format(
+            "gzip data ends early after {} bytes of text (a truncated or unfinished file)",
+            produced_total);
+      }
       break;
     }
-    if (finished_member) {  // Another gzip member follows.
-      inflateReset(&zs);
+    if (finished_member) {
+      if (zs.next_in[0] != 0x1f || (zs.avail_in > 1 && zs.next_in[1] != 0x8b)) {
+        warnings->push_back(path + ": trailing garbage after the gzip data ignored");
+        break;
+      }
+      inflateReset(&zs);  // Another gzip member follows.
       finished_member = false;
     }
     zs.next_out = reinterpret_cast<Bytef*>(feeder.space());
@@ -164,12 +269,34 @@ void InflateInto(int fd, std::string_view first, LineFeeder& feeder, const std::
       continue;
     }
     if (ret == Z_OK || (ret == Z_BUF_ERROR && zs.avail_in == 0)) continue;
-    warnings->push_back(path + ": damaged gzip data after " + std::to_string(produced_total) +
-                        " bytes (" + (zs.msg ? zs.msg : "inflate error") +
-                        "); the rest is skipped");
+    error = fmt::format("damaged gzip data after {} bytes of text ({})", produced_total,
+                        zs.msg != nullptr ? zs.msg : "inflate error");
     break;
   }
   inflateEnd(&zs);
+  return error;
+}
+
+// A compressed format other than gzip, told by its magic bytes: its name and
+// the command that decompresses it, or nullptr.
+struct OtherFormat {
+  const char* name;
+  const char* command;
+};
+const OtherFormat* OtherCompression(std::string_view head) {
+  static constexpr OtherFormat kXz{"xz", "xz -dc"}, kZstd{"zstd", "zstd -dc"},
+      kBzip2{"bzip2", "bzip2 -dc"}, kLz4{"lz4", "lz4 -dc"}, kZip{"zip", "unzip -p"};
+  if (head.starts_with(std::string_view("\xFD"
+                                        "7zXZ\0",
+                                        6)))
+    return &kXz;
+  if (head.starts_with("\x28\xB5\x2F\xFD")) return &kZstd;
+  if (head.size() >= 4 && head.starts_with("BZh") && head[3] >= '1' && head[3] <= '9') {
+    return &kBzip2;
+  }
+  if (head.starts_with("\x04\x22\x4D\x18")) return &kLz4;
+  if (head.starts_with("PK\x03\x04")) return &kZip;
+  return nullptr;
 }
 
 std::string ReadBootId(const std::string& path) {
@@ -283,24 +410,35 @@ Status ReadLogFile(const std::string& path, NvrmParser& parser,
 #endif
 
   LineFeeder feeder(parser, S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0);
-  // Gzip is told by its magic bytes, not the name: read at least two bytes.
+  // The format is told by its magic bytes, not the name: read the first few.
+  constexpr size_t kMagicBytes = 6;
   size_t have = 0;
   bool eof = false;
-  while (have < 2 && !eof) {
+  while (have < kMagicBytes && !eof) {
     const ssize_t r = ReadSome(fd.get(), feeder.space() + have, feeder.space_size() - have);
     if (r < 0) return MakeError("unreadable", path + ": " + ErrnoText(errno));
     if (r == 0) eof = true;
     have += static_cast<size_t>(r);
   }
-  const unsigned char* head = reinterpret_cast<const unsigned char*>(feeder.space());
-  if (have >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
-    const std::string first(feeder.space(), have);
-    InflateInto(fd.get(), first, feeder, path, warnings);
+  const std::string_view head(feeder.space(), have);
+  if (have >= 2 && head[0] == '\x1f' && head[1] == '\x8b') {
+    const std::string first(head);
+    const std::string error = InflateInto(fd.get(), first, feeder, path, warnings);
+    if (!error.empty()) return MakeError("unreadable", path + ": " + error);
     feeder.Finish();
+    if (!feeder.not_text().empty()) {
+      return MakeError("unreadable", path + ": gzip of " + feeder.not_text());
+    }
     return Status::Ok();
   }
+  if (const OtherFormat* other = OtherCompression(head)) {
+    return MakeError("unreadable",
+                     fmt::format("{}: {}-compressed: only plain text and gzip are read "
+                                 "(decompress it first: {} FILE > FILE.log)",
+                                 path, other->name, other->command));
+  }
   feeder.Commit(have);
-  while (!eof) {
+  while (!eof && feeder.not_text().empty()) {
     const ssize_t r = ReadSome(fd.get(), feeder.space(), feeder.space_size());
     if (r < 0) {
       warnings->push_back(path + ": read error: " + ErrnoText(errno) + "; the rest is skipped");
@@ -310,6 +448,7 @@ Status ReadLogFile(const std::string& path, NvrmParser& parser,
     feeder.Commit(static_cast<size_t>(r));
   }
   feeder.Finish();
+  if (!feeder.not_text().empty()) return MakeError("unreadable", path + ": " + feeder.not_text());
   return Status::Ok();
 }
 

@@ -205,10 +205,22 @@ class LogFileSource final : public KernelLogSource {
 // if it exists: base.N[.gz] by descending N, base-DATE[.gz] by ascending date.
 std::vector<std::string> RotatedFamily(const std::string& base);
 
-// Reads one file (plain or gzip, detected by content) into `parser`. Damaged
-// gzip data ends the file early with a warning. Errors: "not_found",
-// "unreadable".
+// Reads one file (plain or gzip, detected by content) into `parser`.
+// Errors: "not_found"; "unreadable" (the message names the file and the
+// problem) for a file that cannot be opened or read, a directory, a gzip
+// stream that ends early (truncated) or is damaged (bad CRC, bad data), a
+// file compressed otherwise (xz, zstd, bzip2, lz4, zip), and one that is not
+// text (NotTextReason of its first block, after gunzip). An unreadable file
+// is never "no events". Events of a gzip file read before the damage have
+// reached `parser` by then (a caller that keeps going, as the rotated
+// families do, keeps them); a binary file gives the parser nothing.
 Status ReadLogFile(const std::string& path, NvrmParser& parser, std::vector<std::string>* warnings);
+
+// Why `block` (the first bytes of a file) is not a text log, or empty when it
+// is: more than a tenth of it (and more than one byte) NUL bytes, control
+// bytes other than tab, line ends, form feed, backspace and ESC, or bytes
+// that are not UTF-8. One stray byte in a real log keeps it text.
+std::string NotTextReason(std::string_view block);
 
 // ---------------------------------------------------------------------------
 

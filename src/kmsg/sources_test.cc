@@ -110,30 +110,159 @@ TEST_F(KmsgFiles, ConcatenatedGzipMembers) {
   EXPECT_TRUE(r->sources[0].reason.empty()) << r->sources[0].reason;
 }
 
-TEST_F(KmsgFiles, TruncatedGzipKeepsWhatWasReadable) {
+// A log of many lines with the two NVRM events of kLog at its start.
+std::string LongLog() {
   std::string log = kLog;
   for (int i = 0; i < 20000; ++i) {
     log += "[Sun Feb 23 16:24:19 2025] audit: type=1400 audit(" + std::to_string(i) +
            "): apparmor=\"DENIED\" operation=\"open\"\n";
   }
-  const std::string gz = Slurp(WriteGzip("full.gz", log, 1));
-  ReadOptions o;
-  o.kernel_log_file = Write("cut.gz", gz.substr(0, gz.size() / 2));
-  auto r = ReadKernelEvents(o);
-  ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r->events.size(), 2u);
-  EXPECT_EQ(r->events[1].xid, 79u);
-  EXPECT_NE(r->sources[0].reason.find("ends early"), std::string::npos) << r->sources[0].reason;
+  return log;
 }
 
-TEST_F(KmsgFiles, DamagedGzipIsAWarningNotAnError) {
+// Bytes that look like nothing at all (a fixed pseudo-random sequence).
+std::string NoiseBytes(size_t n) {
+  std::string out(n, '\0');
+  uint32_t x = 2463534242u;
+  for (char& c : out) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x & 0xff);
+  }
+  return out;
+}
+
+// Issue 12, class 10: what cannot be read is never "no NVRM events".
+void ExpectUnreadable(const std::string& path, const std::string& problem) {
   ReadOptions o;
-  o.kernel_log_file =
-      Write("bad.gz", std::string("\x1f\x8b\x08\x00garbage that is not deflate", 31));
+  o.kernel_log_file = path;
   auto r = ReadKernelEvents(o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->events.empty());
-  EXPECT_FALSE(r->sources[0].reason.empty());
+  ASSERT_FALSE(r.ok()) << path << ": read as " << r->events.size() << " events";
+  EXPECT_EQ(r.error().code, "unreadable");
+  EXPECT_EQ(r.error().message.rfind(path + ": ", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find(problem), std::string::npos) << r.error().message;
+}
+
+TEST_F(KmsgFiles, TruncatedGzipIsUnreadable) {
+  const std::string gz = Slurp(WriteGzip("full.gz", LongLog(), 1));
+  ExpectUnreadable(Write("cut.gz", gz.substr(0, gz.size() / 2)), "ends early");
+  // Cut inside the trailer (CRC and length) too, and right after the header.
+  ExpectUnreadable(Write("cut2.gz", gz.substr(0, gz.size() - 3)), "ends early");
+  ExpectUnreadable(Write("cut3.gz", gz.substr(0, 2)), "ends early");
+}
+
+TEST_F(KmsgFiles, GzipWithABadCrcIsUnreadable) {
+  std::string gz = Slurp(WriteGzip("full.gz", kLog));
+  gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x5a);  // CRC-32 of the trailer.
+  ExpectUnreadable(Write("crc.gz", gz), "incorrect data check");
+}
+
+TEST_F(KmsgFiles, DamagedGzipIsUnreadable) {
+  ExpectUnreadable(Write("bad.gz", std::string("\x1f\x8b\x08\x00garbage that is not deflate", 31)),
+                   "damaged gzip data");
+}
+
+TEST_F(KmsgFiles, PaddingAfterACompleteGzipIsAWarning) {
+  ReadOptions o;
+  o.kernel_log_file = Write("padded.gz", Slurp(WriteGzip("a.gz", kLog)) + std::string(512, '\0'));
+  auto r = ReadKernelEvents(o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->events.size(), 2u);
+  EXPECT_NE(r->sources[0].reason.find("trailing garbage"), std::string::npos);
+}
+
+TEST_F(KmsgFiles, BinaryFilesAreUnreadable) {
+  ExpectUnreadable(Write("noise.bin", NoiseBytes(64 << 10)), "binary data, not a text log");
+  // An executable: mostly NUL bytes.
+  std::string elf =
+      "\x7f"
+      "ELF\x02\x01\x01";
+  elf += std::string(3000, '\0') + "NVRM: Xid (PCI:0000:3b:00): 79, inside a binary\n" +
+         std::string(3000, '\0');
+  ExpectUnreadable(Write("a.out", elf), "NUL");
+  // Shorter than one block.
+  ExpectUnreadable(Write("short.bin", NoiseBytes(100)), "binary data");
+  // Gzip of a binary file.
+  ExpectUnreadable(WriteGzip("noise.gz", NoiseBytes(10000)), "gzip of binary data");
+}
+
+TEST_F(KmsgFiles, OtherCompressionIsNamed) {
+  ExpectUnreadable(Write("kern.log.xz", std::string("\xFD"
+                                                    "7zXZ\0\0\x04\xE6\xD6\xB4\x46",
+                                                    12) +
+                                            NoiseBytes(200)),
+                   "xz-compressed");
+  ExpectUnreadable(Write("kern.log.zst", "\x28\xB5\x2F\xFD" + NoiseBytes(200)), "zstd");
+}
+
+TEST_F(KmsgFiles, ARealLogWithAnOddByteStillReads) {
+  std::string log = kLog;
+  log.insert(log.find("usb 1-1"), std::string("\xff", 1));  // One stray byte.
+  log.insert(log.find("new high-speed"), std::string(1, '\0'));
+  log +=
+      "[Sun Feb 23 16:24:19 2025] caf\xe9 (Latin-1) and Gr\xc3\xbc\xc3\x9f"
+      "e (UTF-8)\n";
+  ReadOptions o;
+  o.kernel_log_file = Write("odd.log", log);
+  auto r = ReadKernelEvents(o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->events.size(), 2u);
+  EXPECT_EQ(r->events[1].xid, 79u);
+  // NUL padding later in the file (a crash while the log was written) does
+  // not make it binary: only the first block is judged.
+  const std::string padded = LongLog() + std::string(8192, '\0') + "\n" + kLog;
+  o.kernel_log_file = Write("padded.log", padded);
+  auto p = ReadKernelEvents(o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->events.size(), 4u);
+  // The same log compressed.
+  o.kernel_log_file = WriteGzip("odd.log.gz", log);
+  auto g = ReadKernelEvents(o);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->events.size(), 2u);
+  // An empty file is a log with nothing in it.
+  o.kernel_log_file = Write("empty.log", "");
+  auto e = ReadKernelEvents(o);
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(e->events.empty());
+}
+
+TEST(NotTextReason, ATenthOfTheBlock) {
+  EXPECT_EQ(NotTextReason(""), "");
+  EXPECT_EQ(NotTextReason("plain text\n\twith tabs\r\n\x1b[31mcolour\x1b[0m\n"), "");
+  EXPECT_EQ(NotTextReason(std::string("abc\x01", 4)), "");  // One odd byte.
+  EXPECT_EQ(NotTextReason("Gr\xc3\xbc\xc3\x9f"
+                          "e \xe2\x82\xac"),
+            "");
+  std::string block(1000, 'a');
+  for (int i = 0; i < 100; ++i) block[i * 10] = '\0';
+  EXPECT_EQ(NotTextReason(block), "");  // Exactly a tenth.
+  block[5] = '\x02';
+  EXPECT_EQ(NotTextReason(block),
+            "binary data, not a text log (101 of its first 1000 bytes are not text, 100 of them "
+            "NUL)");
+}
+
+TEST_F(KmsgFiles, ADamagedRotatedFileKeepsWhatWasReadable) {
+  const std::string gz = Slurp(WriteGzip("full.gz", LongLog(), 1));
+  Write("kern.log.2.gz", gz.substr(0, gz.size() / 2));
+  Write("kern.log.1", NoiseBytes(5000));
+  Write("kern.log", "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=a, x\n");
+  auto source = LogFileSource::FirstFamily({Path("kern.log")});
+  SourceContext ctx;
+  auto r = source->Read(ctx);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // The events before the cut, none of the binary file, the live file's.
+  ASSERT_EQ(OfKind(r->events, kKindXid).size(), 2u);
+  const std::string warnings = [&] {
+    std::string all;
+    for (const auto& w : r->warnings) all += w + "\n";
+    return all;
+  }();
+  EXPECT_NE(warnings.find(Path("kern.log.2.gz") + ": gzip data ends early"), std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find(Path("kern.log.1") + ": binary data"), std::string::npos) << warnings;
 }
 
 TEST_F(KmsgFiles, MissingFileAndDirectory) {

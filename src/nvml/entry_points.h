@@ -42,6 +42,10 @@
     "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount")                                               \
   X(DeviceGetHandleByIndex, nvmlReturn_t, (unsigned int index, nvmlDevice_t* device),             \
     (index, device), "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex")              \
+  /* The GPU's own index: an older NVML's enumeration skips GPUs this user */                    \
+  /* may not open, so the n-th handle is not always GPU n. */                                    \
+  X(DeviceGetIndex, nvmlReturn_t, (nvmlDevice_t device, unsigned int* index), (device, index),   \
+    "nvmlDeviceGetIndex")                                                                        \
   X(DeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char* name, unsigned int length),          \
     (device, name, length), "nvmlDeviceGetName")                                                 \
   X(DeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char* uuid, unsigned int length),          \

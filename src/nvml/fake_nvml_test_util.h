@@ -38,6 +38,9 @@ struct FakeGpu {
   std::vector<int> nvlink_remote_gpu;  // -1: remote is not a GPU.
   int calls_after_lost = 0;
   bool lost = false;
+  // Left out of the enumeration (count and handle by index), as an older
+  // NVML leaves out the GPUs this user may not open.
+  bool hidden = false;
 };
 
 class FakeNvml : public UnsupportedNvmlApi {
@@ -63,12 +66,24 @@ class FakeNvml : public UnsupportedNvmlApi {
     return NVML_SUCCESS;
   }
   nvmlReturn_t DeviceGetCount(unsigned int* count) override {
-    *count = static_cast<unsigned>(gpus.size());
+    *count = static_cast<unsigned>(
+        std::count_if(gpus.begin(), gpus.end(), [](const FakeGpu& g) { return !g.hidden; }));
     return NVML_SUCCESS;
   }
-  nvmlReturn_t DeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) override {
-    if (gpus.at(index).handle_result != NVML_SUCCESS) return gpus[index].handle_result;
+  // `position` counts the GPUs not hidden.
+  nvmlReturn_t DeviceGetHandleByIndex(unsigned int position, nvmlDevice_t* device) override {
+    unsigned index = 0;
+    for (unsigned seen = 0;; ++index) {
+      if (gpus.at(index).hidden) continue;
+      if (seen++ == position) break;
+    }
+    if (gpus[index].handle_result != NVML_SUCCESS) return gpus[index].handle_result;
     *device = reinterpret_cast<nvmlDevice_t>(static_cast<uintptr_t>(index + 1));
+    return NVML_SUCCESS;
+  }
+  nvmlReturn_t DeviceGetIndex(nvmlDevice_t device, unsigned int* index) override {
+    if (auto r = Enter(device); r != NVML_SUCCESS) return r;
+    *index = Index(device);
     return NVML_SUCCESS;
   }
   nvmlReturn_t DeviceGetName(nvmlDevice_t device, char* name, unsigned int length) override {

@@ -165,7 +165,14 @@ void NvmlCollector::Collect(Snapshot* snapshot) {
   snapshot->gpus.resize(count);
   for (unsigned i = 0; i < count; ++i) snapshot->gpus[i].index = i;
 
+  // Position i of the enumeration is GPU i with NVML's _v2 calls; an older
+  // NVML's (or a v1 symbol's) enumeration leaves out the GPUs this user may
+  // not open, so every handle is asked for its own index and the GPU is
+  // named by that. Positions whose handle failed cannot say: see
+  // PlaceByIndex.
   std::vector<GpuExtras> extras(count);
+  std::vector<bool> index_known(count, false);  // The GPU at this position said its index.
+  bool shifted = false;
   for (unsigned i = 0; i < count && !stopped_; ++i) {
     Gpu& gpu = snapshot->gpus[i];
     gpu_ = &gpu;
@@ -174,6 +181,15 @@ void NvmlCollector::Collect(Snapshot* snapshot) {
     nvmlDevice_t handle = nullptr;
     nvmlReturn_t result = GW_NVML(DeviceGetHandleByIndex, i, &handle);
     if (result == NVML_SUCCESS) {
+      unsigned own = i;
+      if (GW_NVML(DeviceGetIndex, handle, &own) == NVML_SUCCESS && own < kMaxGpus) {
+        index_known[i] = true;
+        if (own != i) {
+          gpu.index = own;
+          scope_gpu_ = own;
+          shifted = true;
+        }
+      }
       extras[i].handle = handle;
       ReadGpu(gpu, extras[i]);
     } else if (result != kSkipped) {
@@ -184,12 +200,70 @@ void NvmlCollector::Collect(Snapshot* snapshot) {
       snapshot->errors.push_back(std::move(error));
     }
     if (gpu_lost_) extras[i].handle = nullptr;
-    if (!stopped_ && observer_ != nullptr) observer_->GpuDone(i);
+    if (!stopped_ && observer_ != nullptr) observer_->GpuDone(gpu.index);
   }
   gpu_ = nullptr;
   scope_gpu_.reset();
   gpu_lost_ = false;
   if (!stopped_) ReadTopology(extras);
+  if (shifted && !stopped_) PlaceByIndex(snapshot, index_known);
+}
+
+void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known) {
+  std::vector<Gpu>& gpus = snapshot->gpus;
+  // A position that could not say its index (its handle failed) is one of the
+  // GPUs between the one before it and the one after; which one cannot be
+  // known, so it takes the first index free after the one before, and its
+  // error says which place of the list it was.
+  unsigned size = static_cast<unsigned>(gpus.size());
+  for (const Gpu& g : gpus) size = std::max(size, g.index + 1);
+  std::vector<bool> taken(size, false);
+  for (size_t p = 0; p < gpus.size(); ++p) {
+    if (known[p]) taken[gpus[p].index] = true;
+  }
+  unsigned after = 0;
+  for (size_t p = 0; p < gpus.size(); ++p) {
+    if (known[p]) {
+      after = gpus[p].index + 1;
+      continue;
+    }
+    unsigned index = after;
+    while (index < size && taken[index]) ++index;
+    if (index >= size) {
+      taken.push_back(false);
+      index = size++;
+    }
+    if (gpus[p].unreachable && index != p) {
+      ProbeError& e = *gpus[p].unreachable;
+      for (ProbeError& listed : snapshot->errors) {
+        if (listed.gpu_index == p && listed.message == e.message) {
+          listed.gpu_index = index;
+          listed.message += fmt::format(" (place {} of NVML's list)", p);
+        }
+      }
+      e.gpu_index = index;
+      e.message += fmt::format(" (place {} of NVML's list)", p);
+    }
+    gpus[p].index = index;
+    taken[index] = true;
+    after = index + 1;
+  }
+  // The GPUs the enumeration left out: known to exist (an index was skipped),
+  // not readable by this user.
+  for (unsigned index = 0; index < size; ++index) {
+    if (taken[index]) continue;
+    Gpu missing;
+    missing.index = index;
+    missing.unreachable = ProbeError{
+        "nvml", "no_permission",
+        fmt::format("GPU {}: left out by {} (NVML lists only the GPUs this user may open)", index,
+                    api_.SymbolName(EntryPoint::kDeviceGetHandleByIndex)),
+        index, NVML_ERROR_NO_PERMISSION};
+    snapshot->errors.push_back(*missing.unreachable);
+    gpus.push_back(std::move(missing));
+  }
+  std::stable_sort(gpus.begin(), gpus.end(),
+                   [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
 }
 
 void NvmlCollector::ReadSystem() {
@@ -609,6 +683,8 @@ void NvmlCollector::ReadNvLinks(Gpu& gpu, GpuExtras& extras) {
 }
 
 void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
+  // Positions of the enumeration; the GPUs' own indices name them.
+  const auto index_of = [&](size_t position) { return snapshot_->gpus[position].index; };
   auto links_between = [&](size_t from, size_t to) {
     if (!extras[to].pci) return 0u;
     return static_cast<unsigned>(std::count(extras[from].nvlink_remotes.begin(),
@@ -618,8 +694,8 @@ void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
     if (extras[a].handle == nullptr) continue;
     for (size_t b = a + 1; b < extras.size(); ++b) {
       if (extras[b].handle == nullptr || stopped_) continue;
-      scope_gpu_ = static_cast<unsigned>(a);
-      scope_other_gpu_ = static_cast<unsigned>(b);
+      scope_gpu_ = index_of(a);
+      scope_other_gpu_ = index_of(b);
       nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
       if (!Ok(GW_NVML(DeviceGetTopologyCommonAncestor, extras[a].handle, extras[b].handle,
                       &level))) {
@@ -628,8 +704,8 @@ void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
       Opt<TopologyLevel> known = ToTopologyLevel(level);
       if (!known) continue;
       TopologyLink link;
-      link.gpu_a = static_cast<unsigned>(a);
-      link.gpu_b = static_cast<unsigned>(b);
+      link.gpu_a = index_of(a);
+      link.gpu_b = index_of(b);
       link.level = *known;
       // Each side sees the same links; take the side that could name them.
       link.nvlinks = std::max(links_between(a, b), links_between(b, a));

@@ -6,7 +6,11 @@
 // NO_PERMISSION leaves its field nullopt (never 0) and is not an error. Any
 // other failure also leaves the field nullopt and appends a ProbeError (source
 // "nvml", code from ErrorCodeFor, message "<symbol> on GPU <i>: <NVML text>").
-// A GPU whose handle cannot be had, or that answers GPU_IS_LOST, gets
+// GPUs are named by their own index (nvmlDeviceGetIndex), never by their
+// position in the enumeration: an older NVML's enumeration leaves out the GPUs
+// this user may not open, and those are then listed as unreachable
+// (no_permission) at their index. A GPU whose handle cannot be had, or that
+// answers GPU_IS_LOST, gets
 // Gpu::unreachable (the same error is also in Snapshot::errors) and is not
 // asked again; the other GPUs are still read.
 //
@@ -113,6 +117,10 @@ class NvmlCollector {
   void ReadPcie(Gpu& gpu, nvmlDevice_t h);
   void ReadNvLinks(Gpu& gpu, GpuExtras& extras);
   void ReadTopology(const std::vector<GpuExtras>& extras);
+  // After an enumeration whose positions are not the GPUs' indices: orders
+  // the GPUs by index and adds the ones it left out as unreachable.
+  // `known`: per position, whether the GPU there said its index.
+  void PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known);
 
   NvmlApi& api_;
   CollectorOptions options_;

@@ -97,6 +97,71 @@ TEST(NvmlCollector, HandleFailuresMarkOnlyThatGpuUnreachable) {
   EXPECT_TRUE(s.topology.empty());
 }
 
+// Issue 12, class 9: indexes never shift. An older NVML's enumeration leaves
+// out the GPU this user may not open; the n-th handle is then not GPU n.
+TEST(NvmlCollector, GpusAreNamedByTheirOwnIndexWhenTheEnumerationSkipsOne) {
+  FakeNvml fake;
+  fake.gpus.resize(4);
+  fake.gpus[1].hidden = true;
+  fake.gpus[1].handle_result = NVML_ERROR_NO_PERMISSION;
+  fake.gpus[3].temperature_result = NVML_ERROR_UNKNOWN;
+  Snapshot s = CollectFrom(fake);
+  ASSERT_EQ(s.gpus.size(), 4u);
+  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(s.gpus[i].index, i);
+  EXPECT_EQ(s.gpus[0].name, "Fake GPU 0");
+  EXPECT_EQ(s.gpus[2].name, "Fake GPU 2");
+  EXPECT_EQ(s.gpus[3].name, "Fake GPU 3");
+  ASSERT_TRUE(s.gpus[1].unreachable.has_value());
+  EXPECT_EQ(s.gpus[1].unreachable->code, "no_permission");
+  EXPECT_EQ(s.gpus[1].unreachable->gpu_index, 1u);
+  EXPECT_FALSE(s.gpus[1].name.has_value());
+  // Errors name the GPU by its index, not by its place in the enumeration.
+  bool named = false;
+  for (const ProbeError& e : s.errors) {
+    if (e.code == "nvml_error") {
+      EXPECT_EQ(e.gpu_index, 3u);
+      EXPECT_NE(e.message.find("on GPU 3"), std::string::npos) << e.message;
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named);
+  // Topology pairs are GPU indices too.
+  for (const TopologyLink& l : s.topology) {
+    EXPECT_NE(l.gpu_a, 1u);
+    EXPECT_NE(l.gpu_b, 1u);
+  }
+  EXPECT_FALSE(s.topology.empty());
+}
+
+TEST(NvmlCollector, AFailedHandleInAShiftedEnumerationKeepsItsErrorAndPlace) {
+  FakeNvml fake;
+  fake.gpus.resize(4);
+  fake.gpus[0].hidden = true;
+  fake.gpus[0].handle_result = NVML_ERROR_NO_PERMISSION;
+  fake.gpus[2].handle_result = NVML_ERROR_INSUFFICIENT_POWER;
+  Snapshot s = CollectFrom(fake);
+  ASSERT_EQ(s.gpus.size(), 4u);
+  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(s.gpus[i].index, i);
+  EXPECT_EQ(s.gpus[1].name, "Fake GPU 1");
+  EXPECT_EQ(s.gpus[3].name, "Fake GPU 3");
+  // Places 0 and 2 of the list are GPUs 1 and 3; the failed place 1 is GPU 2,
+  // the one left out is GPU 0.
+  ASSERT_TRUE(s.gpus[2].unreachable.has_value());
+  EXPECT_EQ(s.gpus[2].unreachable->code, "insufficient_power");
+  EXPECT_EQ(s.gpus[2].unreachable->gpu_index, 2u);
+  EXPECT_NE(s.gpus[2].unreachable->message.find("place 1 of NVML's list"), std::string::npos);
+  ASSERT_TRUE(s.gpus[0].unreachable.has_value());
+  EXPECT_EQ(s.gpus[0].unreachable->code, "no_permission");
+  for (const ProbeError& e : s.errors) {
+    if (e.code == "insufficient_power") {
+      EXPECT_EQ(e.gpu_index, 2u);
+    }
+    if (e.code == "no_permission") {
+      EXPECT_EQ(e.gpu_index, 0u);
+    }
+  }
+}
+
 TEST(NvmlCollector, GpuLostMidReadStopsAskingItKeepsWhatWasRead) {
   FakeNvml fake;
   fake.gpus.resize(2);

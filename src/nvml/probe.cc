@@ -64,7 +64,6 @@ struct ProbeState {
   const char* in_flight = nullptr;
   std::optional<unsigned> in_flight_gpu;
   std::optional<unsigned> in_flight_other_gpu;
-  unsigned gpus_done = 0;  // GPUs [0, gpus_done) are fully read.
   CollectorOptions options;
 };
 
@@ -89,7 +88,6 @@ class PublishingObserver final : public CallObserver {
     lock_.lock();
     state_.in_flight = nullptr;
   }
-  void GpuDone(unsigned index) override { state_.gpus_done = index + 1; }
 
  private:
   ProbeState& state_;
@@ -222,8 +220,13 @@ ProbeResult AwaitLook(ProbeState& state, const std::string& path, int64_t deadli
     snapshot.timed_out = true;
     ProbeError timeout{"nvml", "timeout", TimeoutMessage(state, path, deadline_ms),
                        state.in_flight_gpu, std::nullopt};
-    for (Gpu& gpu : snapshot.gpus) {
-      if (gpu.index >= state.gpus_done && !gpu.unreachable) gpu.unreachable = timeout;
+    // The GPU whose call did not return is the one that timed out. The GPUs
+    // after it were not reached: they did nothing wrong and are not blamed
+    // (no error of their own, nothing read: unknown, never healthy).
+    if (state.in_flight_gpu) {
+      for (Gpu& gpu : snapshot.gpus) {
+        if (gpu.index == *state.in_flight_gpu && !gpu.unreachable) gpu.unreachable = timeout;
+      }
     }
     snapshot.errors.push_back(std::move(timeout));
   }

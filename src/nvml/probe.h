@@ -6,8 +6,10 @@
 // by GPU, field by field — so on a deadline the caller gets everything read so
 // far, Snapshot::timed_out, and a ProbeError {source "nvml", code "timeout"}
 // naming the call in flight ("driver not responding: nvmlDeviceGetMemoryInfo_v2
-// on GPU 2 did not return within 2.0 s"). GPUs not fully read by then carry that
-// error in Gpu::unreachable.
+// on GPU 2 did not return within 2.0 s"). The GPU that call was about carries
+// that error in Gpu::unreachable (with what was read before it); the GPUs the
+// probe had not reached yet are listed by index with nothing read and no error
+// of their own: they are not blamed for another GPU's hang.
 //
 // Abandoned, not cancelled: a worker stuck in the driver (D state) cannot be
 // stopped. It is detached and owns all it touches through shared_ptr, so

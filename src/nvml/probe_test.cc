@@ -110,11 +110,12 @@ TEST_F(ProbeTest, DeadlineReturnsWhatWasReadAndNamesTheStuckCall) {
   EXPECT_FALSE(s.gpus[2].memory.total_bytes.has_value());
   ASSERT_TRUE(s.gpus[2].unreachable.has_value());
   EXPECT_EQ(s.gpus[2].unreachable->code, "timeout");
-  // GPU 3 was never reached but is known from the count.
+  // GPU 3 was never reached but is known from the count; it is not blamed
+  // for GPU 2's hang: nothing read, no error of its own.
   EXPECT_EQ(s.gpus[3].index, 3u);
   EXPECT_FALSE(s.gpus[3].name.has_value());
-  ASSERT_TRUE(s.gpus[3].unreachable.has_value());
-  EXPECT_EQ(s.gpus[3].unreachable->message, s.errors[0].message);
+  EXPECT_FALSE(s.gpus[3].memory.total_bytes.has_value());
+  EXPECT_FALSE(s.gpus[3].unreachable.has_value());
   EXPECT_TRUE(s.topology.empty());
 
   // The worker is still inside the "driver"; once it returns it stops at its
@@ -123,6 +124,41 @@ TEST_F(ProbeTest, DeadlineReturnsWhatWasReadAndNamesTheStuckCall) {
   gate->Open();
   ASSERT_TRUE(WaitForProbeWorkers(30000));
   EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+// Issue 12, class 9: an unreachable GPU before the hung one shifts nothing:
+// the hang is GPU 2's, GPU 1 keeps its own error, GPU 3 is not blamed.
+TEST_F(ProbeTest, AnUnreachableGpuBeforeTheHungOneKeepsIndexes) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(4);
+  fake->gpus[1].handle_result = NVML_ERROR_NO_PERMISSION;
+  fake->gpus[2].before_memory = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 500;
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  const Snapshot& s = result.snapshot;
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_EQ(s.gpus.size(), 4u);
+  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(s.gpus[i].index, i);
+  ASSERT_TRUE(s.gpus[1].unreachable.has_value());
+  EXPECT_EQ(s.gpus[1].unreachable->code, "no_permission");
+  EXPECT_EQ(s.gpus[1].unreachable->gpu_index, 1u);
+  ASSERT_TRUE(s.gpus[2].unreachable.has_value());
+  EXPECT_EQ(s.gpus[2].unreachable->code, "timeout");
+  EXPECT_EQ(s.gpus[2].name, "Fake GPU 2");
+  EXPECT_FALSE(s.gpus[3].unreachable.has_value());
+  EXPECT_FALSE(s.gpus[0].unreachable.has_value());
+  unsigned timeouts = 0;
+  for (const ProbeError& e : s.errors) {
+    if (e.code != "timeout") continue;
+    ++timeouts;
+    EXPECT_EQ(e.gpu_index, 2u);
+    EXPECT_NE(e.message.find("on GPU 2 "), std::string::npos) << e.message;
+  }
+  EXPECT_EQ(timeouts, 1u);
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
 }
 
 TEST_F(ProbeTest, StuckInitIsNamed) {

@@ -92,7 +92,7 @@ struct GpuFacts {
   bool mig = false;
   Opt<ComputeMode> compute_mode;
   bool compute_process = false;  // A compute (not graphics-only) process is listed.
-  bool healthy = true;           // The diagnosis' judgement; see diagnose::UnfitGpus().
+  bool healthy = true;           // The diagnosis' judgement; see diagnose::UnhealthyGpus().
 };
 
 // The facts of a Snapshot GPU; `healthy` is left true (health comes from the

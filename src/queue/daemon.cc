@@ -31,7 +31,7 @@
 #include "core/clock.h"
 #include "core/text.h"
 #include "core/units.h"
-#include "diagnose/placement.h"
+#include "diagnose/health.h"
 #include "diagnose/verdict.h"
 #include "proc/proc_parse.h"
 #include "proc/proc_reader.h"
@@ -1012,8 +1012,8 @@ class DaemonImpl final : public Daemon {
     for (const diagnose::Finding& f : d.findings) {
       if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
     }
-    // The one health test `why --need` uses too.
-    unhealthy_ = diagnose::UnfitGpus(d.findings);
+    // What is unhealthy is diagnose's judgement, the same as `gpuwarden health`.
+    unhealthy_ = diagnose::UnhealthyGpus(d.findings);
   }
 
   void GuardVram() {

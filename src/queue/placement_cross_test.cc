@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "diagnose/placement.h"
+#include "diagnose/health.h"
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
 #include "queue/policy.h"
@@ -83,7 +84,7 @@ Answer QueueAnswer(const Snapshot& s, const diagnose::NeedRequest& need) {
   queue::QueueView view;
   view.now_unix_ms = s.time_unix_ms;
   view.minute_of_day = 600;
-  view.gpus = queue::GpuStatesOf(s, diagnose::UnfitGpus(d.findings));
+  view.gpus = queue::GpuStatesOf(s, diagnose::UnhealthyGpus(d.findings));
   view.topology = s.topology;
   queue::Job job;
   job.id = 1;
@@ -275,7 +276,7 @@ TEST(PlacementCrossTest, UnhealthyGpuIsLeftOutOnBothSides) {
   GpuAt(s, 0)->ecc.volatile_uncorrected = 1;
   const diagnose::Diagnosis d =
       diagnose::Diagnose(std::span<const Snapshot>(&s, 1), diagnose::DiagnoseOptions{});
-  const std::map<unsigned, std::string> unfit = diagnose::UnfitGpus(d.findings);
+  const std::map<unsigned, std::string> unfit = diagnose::UnhealthyGpus(d.findings);
   ASSERT_EQ(unfit.count(0), 1u);
   EXPECT_EQ(unfit.count(1), 0u);
   const std::vector<queue::GpuState> states = queue::GpuStatesOf(s, unfit);

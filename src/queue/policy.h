@@ -149,7 +149,7 @@ struct GpuState {
   bool mig = false;                         // MIG mode on -> not used.
   std::optional<ComputeMode> compute_mode;  // PROHIBITED -> not used; EXCLUSIVE: one job.
   bool compute_process = false;  // A compute process not from the queue (EXCLUSIVE: taken).
-  bool healthy = true;           // diagnose::UnfitGpus() of the diagnosis; unhealthy -> not used.
+  bool healthy = true;           // diagnose::UnhealthyGpus() of the diagnosis; unhealthy -> not used.
   std::string unhealthy_reason;  // Why unhealthy or unreachable.
   std::map<pid_t, uint64_t> process_bytes;  // NVML per-process usage on this GPU.
   std::vector<GpuHolder> holders;           // Processes not from the queue, biggest first.
@@ -157,7 +157,7 @@ struct GpuState {
 
 // The GPUs of `snapshot` as the policy sees them (what gpuwardend passes to
 // Schedule()). `unfit`: GPU index -> why the diagnosis finds it unfit for new
-// work (diagnose::UnfitGpus()); `queue_pids`: the queue's own processes (not
+// work (diagnose::UnhealthyGpus()); `queue_pids`: the queue's own processes (not
 // holders); `idle_pids`: holders known to be idle (their age is shown).
 std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
                                   const std::map<unsigned, std::string>& unfit,

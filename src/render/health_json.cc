@@ -1,8 +1,8 @@
 #include "render/health_json.h"
 
-#include "core/text.h"
-#include "render/health.h"
 #include "core/json_out.h"
+#include "core/text.h"
+#include "diagnose/health.h"
 #include "render/why_json.h"
 
 namespace gw::render {
@@ -11,23 +11,27 @@ namespace {
 using nlohmann::json;
 
 json HealthJsonUnchecked(const diagnose::Diagnosis& d, const Snapshot& latest) {
-  const HealthReport report = AssessHealth(d, latest);
+  const diagnose::HealthReport report = diagnose::AssessHealth(d.findings, latest);
   json j;
   j["schema"] = kHealthSchemaName;
   j["schema_version"] = kHealthSchemaVersion;
-  j["health"] = HealthName(report.overall);
+  j["health"] = diagnose::HealthName(report.overall);
   j["time_unix_ms"] = latest.time_unix_ms > 0 ? json(latest.time_unix_ms) : json(nullptr);
   j["hostname"] = latest.host.hostname ? json(ToValidUtf8(*latest.host.hostname)) : json(nullptr);
   json gpus = json::array();
-  for (const GpuHealth& g : report.gpus) {
+  for (const diagnose::GpuHealth& g : report.gpus) {
     json findings = json::array();
     for (const diagnose::Finding* f : g.findings) findings.push_back(FindingJson(*f));
-    gpus.push_back({{"index", g.index},
-                    {"pci_bus_id", g.pci_bus_id ? json(ToValidUtf8(*g.pci_bus_id)) : json(nullptr)},
-                    {"health", HealthName(g.health)},
-                    {"findings", std::move(findings)}});
+    gpus.push_back(
+        {{"index", g.index},
+         {"pci_bus_id", g.pci_bus_id ? json(ToValidUtf8(*g.pci_bus_id)) : json(nullptr)},
+         {"health", diagnose::HealthName(g.health)},
+         {"unread", g.unread},
+         {"unread_reason", g.unread ? json(ToValidUtf8(g.unread_reason)) : json(nullptr)},
+         {"findings", std::move(findings)}});
   }
   j["gpus"] = std::move(gpus);
+  j["unread_gpus"] = report.unread;
   json server = json::array();
   for (const diagnose::Finding* f : report.server) server.push_back(FindingJson(*f));
   j["findings"] = std::move(server);

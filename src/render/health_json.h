@@ -15,8 +15,10 @@ namespace gw::render {
 inline constexpr char kHealthSchemaName[] = "gpuwarden.health";
 inline constexpr int kHealthSchemaVersion = 1;
 
-// {schema, schema_version, health, gpus [{index, pci_bus_id, health,
-// findings [FindingJson]}], findings (server-level), errors}. Never throws.
+// {schema, schema_version, health, gpus [{index, pci_bus_id, health, unread,
+// unread_reason, findings [FindingJson]}], unread_gpus, findings
+// (server-level), errors}, judged by diagnose::AssessHealth from the
+// diagnosis's findings. Never throws.
 nlohmann::json HealthJson(const diagnose::Diagnosis& diagnosis, const Snapshot& latest);
 
 // HealthJson serialised (DumpJsonForTerminal); no trailing newline.

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "render/health.h"
+#include "diagnose/health.h"
 #include "render/health_json.h"
 #include "render/test_diagnoses.h"
 
@@ -81,7 +81,35 @@ TEST(HealthText, UnknownWhenNothingCouldBeLookedAt) {
   const std::string out = RenderHealthText(d, empty, false, false);
   EXPECT_EQ(out, "node UNKNOWN: UNKNOWN — no permission\n");
   EXPECT_EQ(HealthJson(d, empty)["health"], "unknown");
-  EXPECT_EQ(AssessHealth(d, empty).overall, Health::kUnknown);
+  EXPECT_EQ(diagnose::AssessHealth(d.findings, empty).overall, diagnose::Health::kUnknown);
+}
+
+// Issue 12, class 9: a GPU whose handle answered NO_PERMISSION is not healthy.
+TEST(HealthText, AGpuThatCouldNotBeReadIsUnknownAndSaysWhy) {
+  Snapshot s = BusyBox();
+  Gpu denied;
+  denied.index = 1;
+  denied.unreachable =
+      ProbeError{"nvml", "no_permission",
+                 "nvmlDeviceGetHandleByIndex_v2 on GPU 1: Insufficient Permissions", 1u, 4};
+  s.gpus[1] = denied;
+  const diagnose::Diagnosis d = HealthyDiagnosis();
+  const std::string out = RenderHealthText(d, s, false, false);
+  EXPECT_EQ(out,
+            "GPU 1 N/A UNKNOWN: not read: nvmlDeviceGetHandleByIndex_v2 on GPU 1: Insufficient "
+            "Permissions\n");
+  const json j = HealthJson(d, s);
+  EXPECT_EQ(j["health"], "unknown");
+  EXPECT_EQ(j["gpus"][1]["health"], "unknown");
+  EXPECT_EQ(j["gpus"][1]["unread"], true);
+  EXPECT_EQ(j["gpus"][0]["unread"], false);
+  EXPECT_TRUE(j["gpus"][0]["unread_reason"].is_null());
+  EXPECT_EQ(j["unread_gpus"], json::array({1}));
+  // With the finding the diagnosis makes of it, its message explains the line.
+  diagnose::Diagnosis with = d;
+  with.findings = {MakeFinding("NO_PERMISSION", {1}, "GPU 1: no permission to read it")};
+  EXPECT_EQ(RenderHealthText(with, s, false, false),
+            "GPU 1 N/A UNKNOWN: no permission to read it [NO_PERMISSION]\n");
 }
 
 TEST(HealthJson, Shape) {

@@ -8,11 +8,16 @@
 #include <fmt/format.h>
 
 #include "core/text.h"
-#include "render/health.h"
+#include "diagnose/health.h"
 #include "render/styled_line.h"
 
 namespace gw::render {
 namespace {
+
+using diagnose::GpuHealth;
+using diagnose::Health;
+using diagnose::HealthOfVerdict;
+using diagnose::HealthReport;
 
 // Log lines are not cut.
 constexpr int kNoWidth = 1 << 20;
@@ -45,20 +50,29 @@ Tone LevelTone(Health h) {
   return Tone::kPlain;
 }
 
-// "message — step; step [CODE, CODE]" from the worst finding and the others.
+// The codes of `findings`, each once, in order.
+std::string CodesText(const std::vector<const diagnose::Finding*>& findings) {
+  std::vector<std::string> codes;
+  for (const diagnose::Finding* f : findings) {
+    std::string code = SanitizeForTerminal(f->code);
+    if (std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(code);
+  }
+  return codes.empty() ? std::string() : fmt::format(" [{}]", fmt::join(codes, ", "));
+}
+
+// "message — step; step [CODE, CODE]" from the worst finding and the others;
+// for a GPU that could not be read and no finding says more, why it could not.
 std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health level,
-                   Opt<unsigned> index) {
+                   Opt<unsigned> index, const std::string& unread_reason) {
   // Findings are ranked, the worst first: the first at the level explains it.
-  // None does when the level comes from the GPU's verdict (no data).
   const auto it = std::find_if(findings.begin(), findings.end(), [&](const diagnose::Finding* f) {
     return HealthOfVerdict(f->implies) == level;
   });
   if (it == findings.end()) {
-    std::vector<std::string> codes;
-    for (const diagnose::Finding* f : findings) codes.push_back(SanitizeForTerminal(f->code));
-    std::string text = "no data (the probe did not reach this GPU)";
-    if (!codes.empty()) text += fmt::format(" [{}]", fmt::join(codes, ", "));
-    return text;
+    const std::string text = unread_reason.empty()
+                                 ? std::string("no data (the probe did not reach this GPU)")
+                                 : "not read: " + SanitizeForTerminal(unread_reason);
+    return text + CodesText(findings);
   }
   const diagnose::Finding* top = *it;
   std::string text = SanitizeForTerminal(top->message);
@@ -68,20 +82,14 @@ std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health
     steps.push_back(SanitizeForTerminal(top->next_steps[i]));
   }
   if (!steps.empty()) text += fmt::format(" — {}", fmt::join(steps, "; "));
-  std::vector<std::string> codes;
-  for (const diagnose::Finding* f : findings) {
-    std::string code = SanitizeForTerminal(f->code);
-    if (std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(code);
-  }
-  text += fmt::format(" [{}]", fmt::join(codes, ", "));
-  return text;
+  return text + CodesText(findings);
 }
 
 }  // namespace
 
 std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
                              bool verbose, bool color) {
-  const HealthReport report = AssessHealth(diagnosis, latest);
+  const HealthReport report = diagnose::AssessHealth(diagnosis.findings, latest);
   std::string out;
   const auto emit = [&](const StyledLine& l) {
     out += l.Render(kNoWidth, color);
@@ -98,7 +106,7 @@ std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapsho
                       g.pci_bus_id ? SanitizeForTerminal(*g.pci_bus_id) : std::string("N/A")));
     l.Add(std::string(LevelWord(g.health)) + ":", LevelTone(g.health));
     l.Add(" ");
-    l.Add(Detail(g.findings, g.health, g.index));
+    l.Add(Detail(g.findings, g.health, g.index, g.unread_reason));
     emit(l);
   }
   for (const diagnose::Finding* f : report.server) {
@@ -107,7 +115,7 @@ std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapsho
     emit(StyledLine()
              .Add("node ")
              .Add(std::string(LevelWord(h)) + ":", LevelTone(h))
-             .Add(" " + Detail({f}, h, std::nullopt)));
+             .Add(" " + Detail({f}, h, std::nullopt, "")));
   }
   if (report.overall == Health::kUnknown && out.empty()) {
     emit(StyledLine()

@@ -10,14 +10,18 @@
 
 namespace gw::render {
 
-// Nothing at all when the node is healthy, unless `verbose` (then
+// The health is diagnose::AssessHealth of the diagnosis's findings (which of
+// them are health findings is decided there). Nothing at all when the node is
+// healthy, unless `verbose` (then
 // `healthy: N GPUs`). Otherwise one '\n'-terminated line per GPU that is not
 // healthy, in index order:
 //   GPU 3 00000000:BB:00.0 FAULT: fell off the bus (Xid 79) — STEP; STEP [CODES]
 // (the worst finding's message without its "GPU n" subject, its first two
 // next steps, the codes of the GPU's health findings), then one `node LEVEL:`
 // line per server-level health finding, or one naming the summary when the
-// node is unknown without any. LEVEL is FAULT, DEGRADED or UNKNOWN. Verbose
+// node is unknown without any. LEVEL is FAULT, DEGRADED or UNKNOWN. A GPU
+// that could not be read is UNKNOWN (never healthy); without a finding that
+// says more, its line says why: `GPU 3 N/A UNKNOWN: not read: REASON`. Verbose
 // adds `healthy: M of N GPUs` when some are not. Lines are not cut (logs have
 // no width); text is sanitised.
 std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,

@@ -56,15 +56,28 @@ inline diagnose::Diagnosis BusyDiagnosis() {
   diagnose::Finding pers = MakeFinding("PERSISTENCE_OFF", {}, "persistence mode is off");
   d.findings = {xid, lost, vram, idle, pers};
 
-  diagnose::GpuVerdict g0{
-      0, Verdict::kBusy, "GPU 0 BUSY — 70.0/79.6 GiB, 97 % [VRAM_EXHAUSTED]", {2, 3}, 10 * kGiB};
-  diagnose::GpuVerdict g1{1, Verdict::kOk, "GPU 1 OK — 20.0/79.6 GiB, 50 %", {}, 0};
-  diagnose::GpuVerdict g2{2, Verdict::kOk, "GPU 2 OK — 31.0/79.6 GiB, 5 %", {}, 0};
+  diagnose::GpuVerdict g0{0,
+                          Verdict::kBusy,
+                          "GPU 0 BUSY — 70.0/79.6 GiB, 97 % [VRAM_EXHAUSTED]",
+                          {2, 3},
+                          10 * kGiB,
+                          diagnose::GpuState::kBusy,
+                          2 * kGiB,
+                          3.0};
+  diagnose::GpuVerdict g1{
+      1,         Verdict::kOk, "GPU 1 OK — 20.0/79.6 GiB, 50 %", {}, 0, diagnose::GpuState::kInUse,
+      59 * kGiB, 50.0};
+  diagnose::GpuVerdict g2{
+      2,         Verdict::kOk, "GPU 2 OK — 31.0/79.6 GiB, 5 %", {}, 0, diagnose::GpuState::kInUse,
+      48 * kGiB, 95.0};
   diagnose::GpuVerdict g3{3,
                           Verdict::kFault,
                           "GPU 3 FAULT — fell off the bus (Xid 79) [XID_FATAL, GPU_LOST]",
                           {0, 1},
-                          0};
+                          0,
+                          diagnose::GpuState::kFault,
+                          std::nullopt,
+                          std::nullopt};
   d.gpus = {g0, g1, g2, g3};
 
   diagnose::UserHolding alice;
@@ -90,7 +103,14 @@ inline diagnose::Diagnosis HealthyDiagnosis() {
   d.server = diagnose::Verdict::kOk;
   d.summary = "OK — 4 GPUs healthy, none busy";
   for (unsigned i = 0; i < 4; ++i) {
-    d.gpus.push_back({i, diagnose::Verdict::kOk, "GPU " + std::to_string(i) + " OK — idle", {}, 0});
+    d.gpus.push_back({i,
+                      diagnose::Verdict::kOk,
+                      "GPU " + std::to_string(i) + " OK — idle",
+                      {},
+                      0,
+                      diagnose::GpuState::kFree,
+                      79 * kGiB,
+                      100.0});
   }
   return d;
 }

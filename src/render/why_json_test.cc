@@ -83,7 +83,8 @@ TEST(WhyJson, GpusCarryIdentityVerdictAndTheirFindings) {
 
 TEST(WhyJson, UnknownIsNull) {
   diagnose::Diagnosis d = BusyDiagnosis();
-  d.gpus.push_back({9, diagnose::Verdict::kUnknown, "GPU 9 UNKNOWN — no data", {}, 0});
+  d.gpus.push_back({9, diagnose::Verdict::kUnknown, "GPU 9 UNKNOWN — no data", {}, 0,
+                    diagnose::GpuState::kUnknown, std::nullopt, std::nullopt});
   d.users[0].vram_bytes = 0;
   d.users[0].memory_unknown = 1;
   Snapshot s = BusyBox();
