@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "kmsg/nvrm_parser.h"
+
 namespace gw::kmsg {
 namespace {
 
@@ -117,7 +119,9 @@ std::string HistoryReasonText(HistoryReason reason, const EventAgeOptions& optio
 
 bool SameFallOffTheBus(const KernelEvent& xid79, const KernelEvent& notice, size_t distance) {
   if (xid79.kind != kKindXid || xid79.xid != 79u || notice.kind != kKindFallenOffBus) return false;
-  if (!xid79.pci_bus_id || xid79.pci_bus_id != notice.pci_bus_id) return false;
+  if (!xid79.pci_bus_id || !notice.pci_bus_id) return false;
+  const Opt<std::string> a = NormalizePciBusId(*xid79.pci_bus_id);
+  if (!a || a != NormalizePciBusId(*notice.pci_bus_id)) return false;
   if (xid79.boot_id != notice.boot_id) return false;
   if (const Opt<double> gap = SecondsBetween(xid79, notice)) {
     return std::fabs(*gap) <= kSameIncidentS;
