@@ -320,9 +320,11 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     for (kmsg::HistoryReason r : group.reasons) {
       why.push_back(kmsg::HistoryReasonText(r, ctx.options().events));
     }
-    std::string message =
-        fmt::format("{} logged Xids {} ({}; history, not the GPU's state now)", Subject(where),
-                    Counts(group.count), fmt::join(why, ", "));
+    const bool one = group.count.size() == 1 && group.count.begin()->second == 1;
+    std::string message = fmt::format(
+        "{} logged {} ({}; history, not the GPU's state now)", Subject(where),
+        one ? fmt::format("Xid {}", group.count.begin()->first) : "Xids " + Counts(group.count),
+        fmt::join(why, ", "));
     std::vector<unsigned> gpus;
     if (where.gpu) gpus.push_back(*where.gpu);
     Finding f = MakeFinding("XID_HISTORY", gpus, {}, std::move(message), 0.1);
@@ -357,7 +359,9 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     const KernelEvent& e = events[i];
     if (e.kind == kmsg::kKindRmInitAdapterFailed) {
       if (e.pci_bus_id) {
-        saw(e.pci_bus_id, "RmInitAdapter failed");
+        saw(e.pci_bus_id, e.minor_number ? fmt::format("RmInitAdapter failed, device minor number {}",
+                                                       *e.minor_number)
+                                         : std::string("RmInitAdapter failed"));
       } else if (e.minor_number && minors_known &&
                  std::none_of(latest.gpus.begin(), latest.gpus.end(),
                               [&](const Gpu& g) { return g.minor_number == e.minor_number; })) {
