@@ -748,8 +748,8 @@ constexpr FindingSpec kSpecs[] = {
          "still serves work but someone should act: 94 (a contained ECC error: restart the "
          "affected application, reset the GPU when convenient to remap the row), codes whose "
          "NVIDIA action is to contact support without a hardware fault by itself (39, 56, 61, "
-         "78, 122, 123, 159-166, 168-170), 154 whose new action cannot be read, and Xids not in gpuwarden's "
-         "catalog. The category is the Xid's cause (hardware when unknown)."
+         "78, 122, 123, 159-166, 168-170), 154 whose new action cannot be read, and Xids not "
+         "in gpuwarden's catalog. The category is the Xid's cause (hardware when unknown)."
          "\n\nThe GPU's verdict is DEGRADED: usable, not at full health.",
      .category_source = CategorySource::kXidCause},
     {.code = "XID_APPLICATION",

@@ -152,9 +152,8 @@ TEST(CatalogTest, NameFunctions) {
 // Findings whose category follows the Xid they report say so in the catalog;
 // every other code keeps its one category.
 TEST(CatalogTest, CategorySourceIsExplicit) {
-  const std::set<std::string_view> by_cause = {"XID_FATAL",     "XID_WARNING", "XID_APPLICATION",
-                                               "XID_OTHER",     "XID_RECOVERED",
-                                               "XID_HISTORY"};
+  const std::set<std::string_view> by_cause = {"XID_FATAL", "XID_WARNING",   "XID_APPLICATION",
+                                               "XID_OTHER", "XID_RECOVERED", "XID_HISTORY"};
   for (const FindingSpec& spec : AllSpecs()) {
     SCOPED_TRACE(std::string(spec.code));
     EXPECT_EQ(spec.category_source == CategorySource::kXidCause, by_cause.count(spec.code) == 1);
@@ -196,8 +195,7 @@ TEST(CatalogTest, EveryXidCodeBecomesAConsistentFinding) {
     e.pci_bus_id = s.gpus[3].pci_bus_id;
     e.raw = "NVRM: Xid";
     std::vector<kmsg::KernelEvent> events = {e};
-    const std::vector<Finding> findings =
-        RunRules(std::span<const Snapshot>(&s, 1), {}, events);
+    const std::vector<Finding> findings = RunRules(std::span<const Snapshot>(&s, 1), {}, events);
     std::vector<const Finding*> xid;
     for (const Finding& f : findings) {
       if (f.code.rfind("XID_", 0) == 0) xid.push_back(&f);

@@ -114,7 +114,7 @@ struct Where {
 struct Group {
   std::map<unsigned, unsigned> count;  // Xid -> incidents.
   const Incident* last = nullptr;
-  const Incident* worst = nullptr;     // Sets the category of a history group.
+  const Incident* worst = nullptr;  // Sets the category of a history group.
   std::set<kmsg::HistoryReason> reasons;
 };
 
@@ -176,8 +176,8 @@ void AddEventEvidence(Finding& f, const Group& g) {
   if (g.last == nullptr) return;
   const KernelEvent& e = *g.last->event;
   if (e.time_unix_ms) {
-    f.evidence.push_back(NumberEvidence("last_time", static_cast<double>(*e.time_unix_ms),
-                                        "unix_ms", Safe(e.raw)));
+    f.evidence.push_back(
+        NumberEvidence("last_time", static_cast<double>(*e.time_unix_ms), "unix_ms", Safe(e.raw)));
   } else {
     f.evidence.push_back(TextEvidence("last_event", Safe(e.raw)));
   }
@@ -359,9 +359,10 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     const KernelEvent& e = events[i];
     if (e.kind == kmsg::kKindRmInitAdapterFailed) {
       if (e.pci_bus_id) {
-        saw(e.pci_bus_id, e.minor_number ? fmt::format("RmInitAdapter failed, device minor number {}",
-                                                       *e.minor_number)
-                                         : std::string("RmInitAdapter failed"));
+        saw(e.pci_bus_id,
+            e.minor_number
+                ? fmt::format("RmInitAdapter failed, device minor number {}", *e.minor_number)
+                : std::string("RmInitAdapter failed"));
       } else if (e.minor_number && minors_known &&
                  std::none_of(latest.gpus.begin(), latest.gpus.end(),
                               [&](const Gpu& g) { return g.minor_number == e.minor_number; })) {

@@ -12,9 +12,9 @@
 namespace gw::diagnose {
 namespace {
 
+using kmsg::KernelEvent;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using kmsg::KernelEvent;
 using namespace fixtures;  // NOLINT
 
 KernelEvent Xid(unsigned xid, Opt<std::string> pci, Opt<int64_t> t = kT0 - 5000,
@@ -42,7 +42,7 @@ KernelEvent Notice(const char* kind, Opt<std::string> pci, Opt<int64_t> t = kT0 
 }
 
 std::vector<Finding> RunXid(const Snapshot& s, const std::vector<KernelEvent>& events,
-                         const DiagnoseOptions& o = {}) {
+                            const DiagnoseOptions& o = {}) {
   return RunRules(std::span<const Snapshot>(&s, 1), o, events);
 }
 
@@ -95,7 +95,7 @@ TEST(XidTest, LostGpuFoundByAnEarlierSample) {
 
 TEST(XidTest, NvmlFormAndUnknownAddress) {
   auto findings = RunXid(HealthyServer(), {Xid(48, "00000000:48:00.0"), Xid(48, "0000:48:00"),
-                                        Xid(95, "0000:ee:00"), Xid(74, std::nullopt)});
+                                           Xid(95, "0000:ee:00"), Xid(74, std::nullopt)});
   ASSERT_EQ(Count(findings, "XID_FATAL"), 3u);
   bool gpu3 = false, unknown_gpu = false, no_address = false;
   for (const Finding& f : findings) {
@@ -118,10 +118,10 @@ TEST(XidTest, NvmlFormAndUnknownAddress) {
 // Class 3: the category is the Xid's cause, never a blanket "hardware".
 TEST(XidTest, CategoriesFollowTheCause) {
   const std::vector<std::pair<unsigned, Category>> want = {
-      {74, Category::kNvlink}, {119, Category::kDriver}, {120, Category::kDriver},
-      {48, Category::kMemory}, {63, Category::kMemory},  {64, Category::kMemory},
-      {92, Category::kMemory}, {94, Category::kMemory},  {95, Category::kMemory},
-      {79, Category::kBus},    {54, Category::kPower},   {13, Category::kApplication},
+      {74, Category::kNvlink},  {119, Category::kDriver},   {120, Category::kDriver},
+      {48, Category::kMemory},  {63, Category::kMemory},    {64, Category::kMemory},
+      {92, Category::kMemory},  {94, Category::kMemory},    {95, Category::kMemory},
+      {79, Category::kBus},     {54, Category::kPower},     {13, Category::kApplication},
       {149, Category::kNvlink}, {4242, Category::kHardware}};
   for (const auto& [xid, category] : want) {
     SCOPED_TRACE(xid);
@@ -137,8 +137,9 @@ TEST(XidTest, CategoriesFollowTheCause) {
 
 // Class 4: contained (94) is DEGRADED with "restart the application"; 95 FAULT.
 TEST(XidTest, ContainedIsDegradedUncontainedIsFault) {
-  auto contained = RunXid(HealthyServer(), {Xid(94, kGpu3Kernel, kT0 - 5000,
-                                             "Contained: SM (0x1). RST: No, D-RST: No")});
+  auto contained =
+      RunXid(HealthyServer(),
+             {Xid(94, kGpu3Kernel, kT0 - 5000, "Contained: SM (0x1). RST: No, D-RST: No")});
   ASSERT_EQ(Count(contained, "XID_WARNING"), 1u);
   const Finding& w = *Find(contained, "XID_WARNING");
   EXPECT_EQ(w.implies, Verdict::kDegraded);
@@ -149,12 +150,12 @@ TEST(XidTest, ContainedIsDegradedUncontainedIsFault) {
   EXPECT_EQ(d.gpus[3].verdict, Verdict::kDegraded);
   EXPECT_EQ(d.server, Verdict::kDegraded);
 
-  auto uncontained = RunXid(HealthyServer(), {Xid(95, kGpu3Kernel, kT0 - 5000,
-                                               "Uncontained: LTC TAG (0x2,0x1). RST: Yes")});
+  auto uncontained =
+      RunXid(HealthyServer(),
+             {Xid(95, kGpu3Kernel, kT0 - 5000, "Uncontained: LTC TAG (0x2,0x1). RST: Yes")});
   ASSERT_EQ(Count(uncontained, "XID_FATAL"), 1u);
   EXPECT_EQ(Find(uncontained, "XID_FATAL")->category, Category::kMemory);
-  EXPECT_EQ(DiagnoseWith(HealthyServer(), {Xid(95, kGpu3Kernel)}).gpus[3].verdict,
-            Verdict::kFault);
+  EXPECT_EQ(DiagnoseWith(HealthyServer(), {Xid(95, kGpu3Kernel)}).gpus[3].verdict, Verdict::kFault);
 }
 
 TEST(XidTest, OtherAndUnknown) {
@@ -211,9 +212,9 @@ TEST(XidTest, LastLineIsEvidenceAndSanitised) {
 // Class 7: the Xid 79 line and its "GPU has fallen off the bus" notice are one
 // event; a notice alone counts as Xid 79.
 TEST(XidTest, Xid79AndItsNoticeAreOneEvent) {
-  auto findings = RunXid(WithGpu3Lost(), {Xid(79, kGpu3Kernel, kT0 - 5000),
-                                       Notice(kmsg::kKindFallenOffBus, "00000000:48:00.0",
-                                              kT0 - 4999)});
+  auto findings =
+      RunXid(WithGpu3Lost(), {Xid(79, kGpu3Kernel, kT0 - 5000),
+                              Notice(kmsg::kKindFallenOffBus, "00000000:48:00.0", kT0 - 4999)});
   ASSERT_EQ(Count(findings, "XID_FATAL"), 1u);
   const Finding& f = *Find(findings, "XID_FATAL");
   EXPECT_EQ(f.message, "GPU 3 fell off the bus (Xid 79)");  // Not "79 x2".

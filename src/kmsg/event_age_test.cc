@@ -41,7 +41,8 @@ TEST(KmsgEventAge, EventsOfAnEarlierBootInAFileAreHistory) {
 
 TEST(KmsgEventAge, OneBootWithKernelTimeOnlyIsCurrent) {
   // An Xid 79 stamped [ 1234.5] with no wall time: placed by order, never aged.
-  const auto ev = Parse("[ 1234.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n");
+  const auto ev =
+      Parse("[ 1234.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n");
   const auto age = AgeOf(ev, {}, testing::kReferenceMs);
   ASSERT_EQ(age.size(), 1u);
   EXPECT_EQ(age[0].age, EventAge::kCurrent);

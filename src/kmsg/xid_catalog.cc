@@ -380,9 +380,9 @@ XidAssessment AssessXid(const KernelEvent& ev) {
   if (a.xid == 154) {
     a.recovery_action = RecoveryAction(ev.detail);
     if (a.recovery_action) {
-      a.impact = *a.recovery_action == XidAction::kIgnore ? XidImpact::kNone
+      a.impact = *a.recovery_action == XidAction::kIgnore           ? XidImpact::kNone
                  : *a.recovery_action == XidAction::kContactSupport ? XidImpact::kDegraded
-                                                                   : XidImpact::kFault;
+                                                                    : XidImpact::kFault;
     }
   }
   if (a.xid >= 144 && a.xid <= 150) {
