@@ -271,10 +271,6 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     Group& g = current[{code, XidCategory(inc.assessment.cause), w}];
     ++g.count[inc.xid];
     g.last = &inc;
-    if (g.worst == nullptr ||
-        ImpactRank(inc.assessment.impact) > ImpactRank(g.worst->assessment.impact)) {
-      g.worst = &inc;
-    }
   }
 
   for (const auto& [key, group] : current) {
