@@ -351,7 +351,8 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       !latest.gpus.empty() && std::all_of(latest.gpus.begin(), latest.gpus.end(),
                                           [](const Gpu& g) { return g.minor_number.has_value(); });
   for (size_t i = 0; i < events.size(); ++i) {
-    if (ages[i].age != kmsg::EventAge::kCurrent) continue;
+    // Old events of the running boot still say the GPU was there and was never re-probed.
+    if (ages[i].age != kmsg::EventAge::kCurrent && !ages[i].running_boot) continue;
     const KernelEvent& e = events[i];
     if (e.kind == kmsg::kKindRmInitAdapterFailed) {
       if (e.pci_bus_id) {

@@ -337,6 +337,22 @@ TEST(XidTest, GpuMissingFromAnXidOfAnAbsentGpu) {
   EXPECT_EQ(Count(RunXid(none, {Xid(79, "0000:ee:00")}), "GPU_MISSING"), 0u);
 }
 
+// Live: a GPU that fell off the bus weeks ago in the running boot is still missing,
+// though the event is too old to judge a listed GPU by.
+TEST(XidTest, GpuMissingFromAnOldEventOfTheRunningBoot) {
+  Snapshot s = HealthyServer(7);
+  constexpr int64_t kTenDaysMs = int64_t{10} * 24 * 3600 * 1000;
+  KernelEvent off = Notice(kmsg::kKindFallenOffBus, "00000000:88:00.0", kT0 - kTenDaysMs);
+  off.boot_id = std::string(32, 'a');
+  DiagnoseOptions o;
+  o.events.running_boot_id = off.boot_id;
+  auto findings = RunXid(s, {off}, o);
+  EXPECT_EQ(Count(findings, "GPU_MISSING"), 1u);
+  EXPECT_EQ(Count(findings, "XID_HISTORY"), 1u);
+  // The same line in a file from elsewhere: too old to say anything about now.
+  EXPECT_EQ(Count(RunXid(s, {off}), "GPU_MISSING"), 0u);
+}
+
 TEST(XidTest, GpuMissingFromTheDriversProcList) {
   Snapshot s = HealthyServer(2);
   s.driver_gpu_bus_ids = std::vector<std::string>{"0000:18:00.0", "0000:28:00.0", "0000:38:00.0"};

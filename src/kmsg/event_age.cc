@@ -52,7 +52,7 @@ std::vector<AgedEvent> AgeEvents(std::span<const KernelEvent> events,
       current = e.boot_id == last_boot;
     }
     current_boot[i] = current ? 1 : 0;
-    if (!current) out[i] = {EventAge::kHistory, HistoryReason::kEarlierBoot};
+    if (!current) out[i] = {EventAge::kHistory, HistoryReason::kEarlierBoot, false};
   }
 
   // 2. The current driver load: the last banner of the current boot.
@@ -77,8 +77,12 @@ std::vector<AgedEvent> AgeEvents(std::span<const KernelEvent> events,
       first_of_load = i;
     }
     for (size_t i = 0; i < first_of_load; ++i) {
-      if (current_boot[i]) out[i] = {EventAge::kHistory, HistoryReason::kEarlierDriverLoad};
+      if (current_boot[i]) out[i] = {EventAge::kHistory, HistoryReason::kEarlierDriverLoad, false};
     }
+  }
+
+  if (own_logs) {
+    for (size_t i = 0; i < n; ++i) out[i].running_boot = out[i].age == EventAge::kCurrent;
   }
 
   // 4. and 5. Wall-time age against the snapshot.
@@ -88,9 +92,10 @@ std::vector<AgedEvent> AgeEvents(std::span<const KernelEvent> events,
       if (!t) continue;
       const double age_s = static_cast<double>(reference_unix_ms - *t) / 1000.0;
       if (options.since_s && age_s > *options.since_s) {
-        out[i] = {EventAge::kOutOfRange, HistoryReason::kNone};
+        out[i] = {EventAge::kOutOfRange, HistoryReason::kNone, false};
       } else if (age_s > options.max_age_s && out[i].age == EventAge::kCurrent) {
-        out[i] = {EventAge::kHistory, HistoryReason::kTooOld};
+        out[i].age = EventAge::kHistory;
+        out[i].reason = HistoryReason::kTooOld;
       }
     }
   }

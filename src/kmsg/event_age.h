@@ -72,6 +72,11 @@ enum class HistoryReason {
 struct AgedEvent {
   EventAge age = EventAge::kCurrent;
   HistoryReason reason = HistoryReason::kNone;
+  // Known to belong to the running boot and the current driver load (this
+  // machine's own logs): what it says about a GPU being there holds however
+  // old it is (a GPU that fell off the bus ten days ago and was never
+  // re-probed is still gone), even when rule 4 makes it history.
+  bool running_boot = false;
 };
 
 // One entry per event, in the same order. `events` is chronological (as

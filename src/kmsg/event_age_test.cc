@@ -137,6 +137,14 @@ TEST(KmsgEventAge, TheRunningBootOfThisMachine) {
   const auto file_age = AgeOf(file, o);
   EXPECT_EQ(file_age[0].reason, HistoryReason::kEarlierBoot);
   EXPECT_EQ(file_age[1].age, EventAge::kCurrent);
+  EXPECT_TRUE(file_age[1].running_boot);
+  EXPECT_FALSE(file_age[0].running_boot);
+  // Old but of the running boot: history for a verdict, still this boot.
+  const auto old = AgeOf(file, o, 500'000 + 30LL * 24 * 3600 * 1000);
+  EXPECT_EQ(old[1].reason, HistoryReason::kTooOld);
+  EXPECT_TRUE(old[1].running_boot);
+  // A file from elsewhere is never known to be this machine's boot.
+  EXPECT_FALSE(AgeOf(file)[1].running_boot);
 }
 
 TEST(KmsgEventAge, Xid79AndItsNoticeAreOneIncident) {
