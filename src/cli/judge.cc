@@ -70,6 +70,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
     options.need->nvlink = true;
   }
 
+  std::optional<double> since_s;
+  if (!args.since.empty()) {
+    auto seconds = ParseDuration(args.since);
+    if (!seconds.ok()) return MakeError("usage", "--since: " + seconds.error().message);
+    since_s = *seconds;
+  }
+
   if (!args.from.empty()) {
     auto imported = import::ReadNvidiaSmiXmlFile(args.from);
     if (!imported.ok()) return MakeError("bad_input", imported.error().message);
@@ -87,13 +94,6 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
       judged.window_s =
           (judged.history.back().time_unix_ms - judged.history.front().time_unix_ms) / 1000.0;
     }
-  }
-
-  std::optional<double> since_s;
-  if (!args.since.empty()) {
-    auto seconds = ParseDuration(args.since);
-    if (!seconds.ok()) return MakeError("usage", "--since: " + seconds.error().message);
-    since_s = *seconds;
   }
 
   // The kernel log: a named file always; the system's own log only when
