@@ -132,15 +132,15 @@ std::vector<Snapshot> History(size_t samples) {
   return history;
 }
 
-std::vector<KernelEvent> Events() {
-  std::vector<KernelEvent> events;
+std::vector<kmsg::KernelEvent> Events() {
+  std::vector<kmsg::KernelEvent> events;
   for (int i = 0; i < 5; ++i) {
-    KernelEvent e;
+    kmsg::KernelEvent e;
     e.time_unix_ms = kT0 - 3'600'000 + i * 60'000;
     e.pci_bus_id = "0000:28:00";
     e.xid = 13;
-    e.kind = "xid";
-    e.text = "NVRM: Xid (PCI:0000:28:00): 13, Graphics SM Warp Exception";
+    e.kind = kmsg::kKindXid;
+    e.raw = "NVRM: Xid (PCI:0000:28:00): 13, Graphics SM Warp Exception";
     events.push_back(e);
   }
   return events;
@@ -156,7 +156,7 @@ DiagnoseOptions Options() {
 
 void BM_Diagnose(benchmark::State& state) {
   const std::vector<Snapshot> history = History(static_cast<size_t>(state.range(0)));
-  const std::vector<KernelEvent> events = Events();
+  const std::vector<kmsg::KernelEvent> events = Events();
   const DiagnoseOptions options = Options();
   size_t findings = 0;
   for (auto _ : state) {

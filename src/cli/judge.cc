@@ -11,6 +11,7 @@
 #include "cli/progress.h"
 #include "collect/window.h"
 #include "core/clock.h"
+#include "core/units.h"
 #include "import/nvsmi_xml.h"
 #include "proc/proc_reader.h"
 
@@ -72,6 +73,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
     options.need->nvlink = true;
   }
 
+  std::optional<double> since_s;
+  if (!args.since.empty()) {
+    auto seconds = ParseDuration(args.since);
+    if (!seconds.ok()) return MakeError("usage", "--since: " + seconds.error().message);
+    since_s = *seconds;
+  }
+
   if (!args.from.empty()) {
     auto imported = import::ReadNvidiaSmiXmlFile(args.from);
     if (!imported.ok()) return MakeError("bad_input", imported.error().message);
@@ -97,7 +105,6 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
 
   // The kernel log: a named file always; the system's own log only when
   // judging this machine live (a dump from elsewhere has no kernel log here).
-  std::vector<diagnose::KernelEvent> events;
   if (!args.kernel_log.empty()) {
     auto log = collect::ReadKernelLog(args.kernel_log, std::nullopt);
     if (!log.ok()) return MakeError("bad_input", "--kernel-log " + log.error().message);
@@ -116,7 +123,11 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
       judged.kernel_log_note = "kernel log not readable: " + log.error().message;
     }
   }
-  if (judged.kernel_log) events = collect::ToDiagnosisEvents(judged.kernel_log->events);
+  std::span<const kmsg::KernelEvent> events;
+  if (judged.kernel_log) {
+    options.events = collect::EventAgeFor(*judged.kernel_log, judged.history.back(), since_s);
+    events = judged.kernel_log->events;
+  }
 
   judged.diagnosis = diagnose::Diagnose(judged.history, options, events);
   return judged;

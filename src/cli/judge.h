@@ -23,6 +23,7 @@ struct JudgeArgs {
   std::string from;        // --from: an nvidia-smi XML dump.
   std::string kernel_log;  // --kernel-log FILE
   bool no_kernel_log = false;
+  std::string since;  // --since DURATION: kernel-log events older than this are left out.
   std::optional<double> idle_min_age_s;  // --idle-for
   // Say what the window is doing on a terminal (stderr) while it samples
   // (cli/progress.h); the caller sets it for text output only.

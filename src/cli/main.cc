@@ -87,6 +87,10 @@ int Main(int argc, char** argv) {
                     "instead of the system's kernel log")
         ->type_name("FILE");
     cmd->add_flag("--no-kernel-log", judge.no_kernel_log, "Do not read the kernel log");
+    cmd->add_option("--since", judge.since,
+                    "Judge only kernel-log events newer than this before the snapshot, e.g. "
+                    "2h, 30m, 7d")
+        ->type_name("DURATION");
   };
 
   gw::cli::WhyArgs why_args;

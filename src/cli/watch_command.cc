@@ -267,10 +267,10 @@ int RunWatch(const GlobalOptions& global, const WatchArgs& args) {
   sources.now_unix_ms = [] { return RealClock().NowUnixMs(); };
   if (global.sim_scenario.empty()) {
     // Xid events for the verdict; a simulated server has no kernel log.
+    probe_settings.diagnose.events.running_boot_id = collect::RunningBootId();
     sources.kernel_events = [] {
       auto log = collect::ReadKernelLog("", std::nullopt);
-      return log.ok() ? collect::ToDiagnosisEvents(log->events)
-                      : std::vector<diagnose::KernelEvent>{};
+      return log.ok() ? std::move(log->events) : std::vector<kmsg::KernelEvent>{};
     };
   }
   auto probe = std::make_shared<watch::WatchProbe>(std::move(sources), probe_settings);

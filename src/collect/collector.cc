@@ -196,7 +196,13 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
     AttachHostProcesses(snapshot, host,
                         scan ? scan->holders : std::map<pid_t, std::vector<std::string>>{});
   }
-  snapshot.host = proc::ProcReader(options.proc_root).ReadHost();
+  proc::ProcReader host_reader(options.proc_root);
+  snapshot.host = host_reader.ReadHost();
+  // The GPUs the driver probed, to name one NVML does not list. A simulated
+  // server's GPUs are not this machine's: then only a test's proc tree counts.
+  if (!options.simulated || options.proc_root != "/proc") {
+    if (auto gpus = host_reader.ListDriverGpus(); gpus.ok()) snapshot.driver_gpu_bus_ids = *gpus;
+  }
 
   snapshot.probe_duration_ms = static_cast<double>(clock.MonotonicMs() - start_ms);
   return snapshot;

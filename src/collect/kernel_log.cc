@@ -1,5 +1,7 @@
 #include "collect/kernel_log.h"
 
+#include <fstream>
+
 namespace gw::collect {
 
 Result<KernelLog> ReadKernelLog(const std::string& file, std::optional<int64_t> since_unix_ms) {
@@ -12,24 +14,39 @@ Result<KernelLog> ReadKernelLog(const std::string& file, std::optional<int64_t> 
   log.events = std::move(read->events);
   log.sources = std::move(read->sources);
   log.used = std::move(read->used);
+  log.own_logs = file.empty();
+  if (log.own_logs) log.running_boot_id = RunningBootId(options.boot_id_path);
   return log;
 }
 
-std::vector<diagnose::KernelEvent> ToDiagnosisEvents(const std::vector<kmsg::KernelEvent>& events) {
-  std::vector<diagnose::KernelEvent> out;
-  for (const kmsg::KernelEvent& e : events) {
-    std::optional<unsigned> xid = e.xid;
-    if (!xid && e.kind == kmsg::kKindFallenOffBus) xid = 79;
-    if (!xid) continue;
-    diagnose::KernelEvent d;
-    d.time_unix_ms = e.time_unix_ms.value_or(0);
-    d.pci_bus_id = e.pci_bus_id;
-    d.xid = xid;
-    d.kind = "xid";
-    d.text = e.raw;
-    out.push_back(std::move(d));
+std::string RunningBootId(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  std::string id;
+  for (char c : text) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
+      id.push_back(c);
+    } else if (c >= 'A' && c <= 'F') {
+      id.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else if (c != '-') {
+      return "current";
+    }
   }
-  return out;
+  return id.size() == 32 ? id : "current";
+}
+
+kmsg::EventAgeOptions EventAgeFor(const KernelLog& log, const Snapshot& latest,
+                                  std::optional<double> since_s) {
+  kmsg::EventAgeOptions o;
+  o.since_s = since_s;
+  if (log.own_logs) {
+    o.running_boot_id = log.running_boot_id;
+    if (latest.source != SnapshotSource::kXmlDump && latest.host.boot_time_unix_s) {
+      o.running_boot_start_unix_ms = static_cast<int64_t>(*latest.host.boot_time_unix_s) * 1000;
+    }
+  }
+  return o;
 }
 
 }  // namespace gw::collect

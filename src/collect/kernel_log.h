@@ -1,5 +1,6 @@
-// Reads the kernel log (kmsg, journal, log files, or one named file) and turns
-// NVRM events into the diagnosis engine's input.
+// Reads the kernel log (kmsg, journal, log files, or one named file) into
+// NVRM events for the diagnosis (diagnose takes kmsg::KernelEvent as is), and
+// says which boot is this machine's current one.
 #ifndef GPUWARDEN_COLLECT_KERNEL_LOG_H_
 #define GPUWARDEN_COLLECT_KERNEL_LOG_H_
 
@@ -8,7 +9,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "diagnose/kernel_event.h"
+#include "core/snapshot.h"
+#include "kmsg/event_age.h"
 #include "kmsg/kernel_event.h"
 #include "kmsg/sources.h"
 
@@ -18,6 +20,10 @@ struct KernelLog {
   std::vector<kmsg::KernelEvent> events;    // As parsed, chronological.
   std::vector<kmsg::SourceReport> sources;  // What was read, and what could not be.
   std::vector<std::string> used;            // Names of the sources read.
+  // The system's own logs were read (not one named file): their boots can be
+  // matched against the running kernel's.
+  bool own_logs = false;
+  std::string running_boot_id;  // As kmsg events carry it ("current" when unreadable).
 };
 
 // `file` empty: the system's sources in order of preference. Error when the
@@ -26,10 +32,16 @@ struct KernelLog {
 // judge without it).
 Result<KernelLog> ReadKernelLog(const std::string& file, std::optional<int64_t> since_unix_ms);
 
-// The events the diagnosis rules understand. A "fallen off the bus" notice
-// (the probe-time form carries no Xid line) counts as Xid 79, the driver's own
-// code for it. Pure.
-std::vector<diagnose::KernelEvent> ToDiagnosisEvents(const std::vector<kmsg::KernelEvent>& events);
+// The running kernel's boot id (/proc/sys/kernel/random/boot_id, 32 hex
+// digits without dashes), or "current" when it cannot be read: the id
+// kmsg::KmsgSource gives the events of this boot.
+std::string RunningBootId(const std::string& path = "/proc/sys/kernel/random/boot_id");
+
+// What "current" means for `log`'s events judged beside `latest`: for the
+// system's own logs, the running boot (id, and the snapshot's boot time when
+// it was read live); for a named file, its own last boot. Plus --since.
+kmsg::EventAgeOptions EventAgeFor(const KernelLog& log, const Snapshot& latest,
+                                  std::optional<double> since_s);
 
 }  // namespace gw::collect
 

@@ -263,6 +263,11 @@ struct Snapshot {
   bool processes_scanned = false;          // /proc was consulted (not in offline mode).
   std::vector<ProbeError> errors;
   bool timed_out = false;  // The probe hit its deadline; some values are missing.
+  // The GPUs the NVIDIA kernel driver has probed: the entries of
+  // /proc/driver/nvidia/gpus ("0000:3b:00.0"), read live beside NVML. A GPU
+  // listed here that NVML does not list failed to initialise or was lost.
+  // nullopt when not read (offline dumps, simulated servers, no driver).
+  Opt<std::vector<std::string>> driver_gpu_bus_ids;
 };
 
 }  // namespace gw

@@ -773,37 +773,49 @@ constexpr FindingSpec kSpecs[] = {
          "unknown.\n\n"
          "If the limit was lowered on purpose (power budget, cooling), nothing is wrong."},
     // ---- Kernel log (Xid) --------------------------------------------------
+    // Severity and verdict follow NVIDIA's action and the error's containment
+    // (kmsg::XidImpact); the category follows the Xid's cause.
     {.code = "XID_FATAL",
      .severity = S::kCritical,
      .category = C::kHardware,
      .implies = V::kFault,
      .actor = A::kAdmin,
-     .title = "The driver logged a fatal Xid",
+     .title = "The driver logged an Xid that takes the GPU out of service",
      .next_steps = "sudo dmesg -T | grep -i xid\n"
                    "Stop using the GPU and tell the administrator\n"
                    "admin: drain it; reset the GPU or reboot as the Xid requires, then run dcgmi "
                    "diag -r 3\n"
                    "vendor: RMA if it recurs after a reset or reboot",
      .explanation =
-         "The kernel log has an Xid that NVIDIA's catalog and DCGM treat as a hardware or "
-         "firmware failure: 46 (GPU stopped processing), 48 (double-bit ECC), 62 (PMU halt), "
-         "64 (row-remap or retirement failure), 74 (NVLink), 79 (fell off the bus), 95 "
-         "(uncontained ECC), 119 and 120 (GSP firmware timeout and error), 136 (link "
-         "training), 140 (unrecovered ECC), 143 (initialisation failure), 158 (fatal "
-         "timeout)."},
+         "The kernel log has, in the current boot and driver load, an Xid whose NVIDIA action is "
+         "to reset the GPU, reboot the node or drain it, or a hardware fault by itself: e.g. 48 "
+         "(double-bit ECC), 62 (PMU halt), 64 (row-remap failure), 74 (NVLink), 79 (fell off the "
+         "bus), 95 (uncontained ECC), 119 and 120 (GSP firmware), 136 (link training), 140 "
+         "(unrecovered ECC), 143 (initialisation failure), 154 naming a reset or reboot. The "
+         "finding's category is the Xid's cause: memory, bus, nvlink, driver (driver and GSP "
+         "firmware), power, or hardware for an Xid of unknown cause.\n\n"
+         "The first step is NVIDIA's action for that Xid. Events of an earlier boot or driver "
+         "load are history (XID_HISTORY); a GPU that fell off the bus and reads normally now is "
+         "XID_RECOVERED.",
+     .category_source = CategorySource::kXidCause},
     {.code = "XID_WARNING",
      .severity = S::kWarning,
      .category = C::kHardware,
      .implies = V::kDegraded,
      .actor = A::kAdmin,
-     .title = "The driver logged a hardware warning Xid",
+     .title = "The driver logged an Xid that needs attention, not a stop",
      .next_steps = "sudo dmesg -T | grep -i xid\n"
-                   "admin: watch whether it recurs; run dcgmi diag -r 2 when the GPU is idle",
+                   "admin: reset the GPU when it is idle if the Xid asks for it; watch whether it "
+                   "recurs; run dcgmi diag -r 2 when the GPU is idle",
      .explanation =
-         "The kernel log has an Xid that points at the hardware but is not fatal by itself: "
-         "PCIe (39, 42), power (54, 56, 57, 58, 78), thermal and micro-controller (60, 61), "
-         "NVLink (67, 73, 137, 144-150), memory (92 excessive single-bit errors, 94 contained "
-         "ECC error), chip-to-chip links (121) and 154 (recovery action changed)."},
+         "The kernel log has, in the current boot and driver load, an Xid after which the GPU "
+         "still serves work but someone should act: 94 (a contained ECC error: restart the "
+         "affected application, reset the GPU when convenient to remap the row), codes whose "
+         "NVIDIA action is to contact support without a hardware fault by itself (39, 56, 61, "
+         "78, 122, 123, 159-166, 168-170), 154 whose new action cannot be read, and Xids not "
+         "in gpuwarden's catalog. The category is the Xid's cause (hardware when unknown)."
+         "\n\nThe GPU's verdict is DEGRADED: usable, not at full health.",
+     .category_source = CategorySource::kXidCause},
     {.code = "XID_APPLICATION",
      .severity = S::kInfo,
      .category = C::kApplication,
@@ -818,20 +830,81 @@ constexpr FindingSpec kSpecs[] = {
          "fault), 43 (channel reset after an application fault), 45 (pre-emptive cleanup), 68 "
          "(video decoder exception), 109 (context-switch timeout). The GPU stays healthy; these "
          "never make a GPU FAULT on their own. If the same Xid repeats on one GPU with "
-         "known-good code, ask an administrator to run diagnostics."},
+         "known-good code, ask an administrator to run diagnostics.",
+     .category_source = CategorySource::kXidCause},
     {.code = "XID_OTHER",
      .severity = S::kInfo,
-     .category = C::kDriver,
+     .category = C::kHardware,
      .implies = V::kOk,
      .actor = A::kAdmin,
-     .title = "The driver logged an Xid gpuwarden does not classify",
+     .title = "The driver logged an Xid that needs no action by itself",
      .next_steps = "sudo dmesg -T | grep -i xid\n"
                    "Look the number up in NVIDIA's Xid catalog: "
                    "https://docs.nvidia.com/deploy/xid-errors/",
      .explanation =
-         "The kernel log has an Xid that is informational (e.g. 63, page retirement recorded), "
-         "driver-side (8, 32, 38, 69) or not in gpuwarden's table. It does not change the "
-         "verdict; read NVIDIA's catalog for what it means."},
+         "The kernel log has an Xid whose NVIDIA action is to ignore it or to restart the "
+         "application, from a cause other than the application: informational (63, a row "
+         "marked for remapping; 92, a high single-bit error rate: monitor), driver-side (8, 32, "
+         "38, 42, 60, 67, 69, 73), a non-fatal NVLink5 error (144-150 marked Nonfatal), 121, 137, "
+         "or 154 changing the recovery action to none. It does not change the verdict; the "
+         "category is the Xid's cause.",
+     .category_source = CategorySource::kXidCause},
+    {.code = "XID_RECOVERED",
+     .severity = S::kInfo,
+     .category = C::kBus,
+     .implies = V::kOk,
+     .actor = A::kAdmin,
+     .title = "A GPU fell off the bus earlier and reads normally now",
+     .next_steps = "sudo dmesg -T | grep -iE 'xid|fallen off'\n"
+                   "admin: if it happens again, check power, cooling, the riser and the PCIe "
+                   "seating; run dcgmi diag -r 3 on GPU <gpu>",
+     .explanation =
+         "The kernel log of the current boot says the GPU fell off the bus (Xid 79 or the "
+         "driver's \"GPU has fallen off the bus\" notice), yet NVML (or the dump) reads the GPU "
+         "normally now: it is listed, reachable and reports its memory or utilisation. It has "
+         "been recovered (a GPU reset, a re-plug or a hot-plug of the link) and serves work; "
+         "the event is history, not a fault.\n\n"
+         "A GPU that falls off the bus more than once is a hardware suspect: the kernel-log "
+         "escalation (gpuwarden events) names GPUs that do it across reboots.",
+     .category_source = CategorySource::kXidCause},
+    {.code = "XID_HISTORY",
+     .severity = S::kInfo,
+     .category = C::kHardware,
+     .implies = V::kOk,
+     .actor = A::kAdmin,
+     .title = "Older kernel-log GPU events (history, not today's state)",
+     .next_steps = "gpuwarden events\n"
+                   "admin: if the same Xid comes back after reboots, have the GPU inspected",
+     .explanation =
+         "The kernel log has Xids (or fell-off-the-bus and initialisation-failure notices) that "
+         "do not describe the server now: logged in an earlier boot, before the NVIDIA driver "
+         "was last loaded, or more than 7 days before the snapshot (the event-age rules in "
+         "docs/diagnosis.md). A reboot or a driver reload re-initialises every GPU, so what "
+         "happened before says nothing about the GPU's state today; NVML's own counters (ECC, "
+         "row remapping, retired pages) carry what persists. They are listed, never a verdict. "
+         "The category is that of the most serious Xid listed.",
+     .category_source = CategorySource::kXidCause},
+    {.code = "GPU_MISSING",
+     .severity = S::kCritical,
+     .category = C::kHardware,
+     .implies = V::kFault,
+     .actor = A::kAdmin,
+     .title = "A GPU the kernel saw is not listed by NVML",
+     .next_steps = "nvidia-smi -L; lspci -d 10de: (the GPUs on the PCI bus)\n"
+                   "sudo dmesg -T | grep -iE 'NVRM|RmInitAdapter|fallen off'\n"
+                   "admin: reset the GPU or reboot the node; check its power cables, seating and "
+                   "riser; update the driver if RmInitAdapter failed\n"
+                   "vendor: RMA if it stays missing after a reboot",
+     .explanation =
+         "The kernel saw a GPU that NVML (or the nvidia-smi dump) does not list: in the current "
+         "boot the driver failed to initialise it (RmInitAdapter failed), found it fallen off "
+         "the bus at probe, or logged an Xid for its PCI address; or, live, the driver lists it "
+         "under /proc/driver/nvidia/gpus. The finding names the GPU by its PCI bus id (or its "
+         "device minor number when the driver printed no bus id).\n\n"
+         "A GPU that vanished is a server fault: the server has fewer GPUs than it should, and "
+         "the others may follow (power, a PCIe switch). Only current events count; a GPU "
+         "removed since an earlier boot is history.",
+     .category_source = CategorySource::kFixed},
 };
 
 constexpr std::array<std::string_view, 6> kPlaceholders = {"<gpu>",  "<pid>",  "<ppid>",

@@ -19,6 +19,15 @@
 
 namespace gw::diagnose {
 
+// Where a finding's category comes from.
+enum class CategorySource {
+  kFixed,     // FindingSpec::category, for every finding of the code.
+  kXidCause,  // The cause class of the Xid the finding reports (kmsg::XidInfo::cause, mapped
+              // by XidCategory in rules_xid.h): XID_FATAL about Xid 74 is nvlink, about Xid
+              // 119 driver, about Xid 48 memory. FindingSpec::category is then the category
+              // of an Xid of unknown cause (hardware).
+};
+
 struct FindingSpec {
   std::string_view code;  // UPPER_SNAKE_CASE.
   Severity severity;
@@ -33,6 +42,7 @@ struct FindingSpec {
   // means a support case.
   std::string_view next_steps;
   std::string_view explanation;  // Paragraphs separated by blank lines.
+  CategorySource category_source = CategorySource::kFixed;
 };
 
 // Every spec, in catalog order (grouped by theme).

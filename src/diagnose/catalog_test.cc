@@ -7,8 +7,12 @@
 #include <set>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "diagnose/rules.h"
-#include "diagnose/xid.h"
+#include "diagnose/rules_xid.h"
+#include "diagnose/test_util.h"
+#include "kmsg/xid_catalog.h"
 
 namespace gw::diagnose {
 namespace {
@@ -145,17 +149,80 @@ TEST(CatalogTest, NameFunctions) {
   EXPECT_GT(VerdictRank(Verdict::kUnknown), VerdictRank(Verdict::kOk));
 }
 
-TEST(XidTest, Classes) {
-  for (unsigned xid : {13u, 31u, 43u, 45u, 68u, 109u}) {
-    EXPECT_EQ(ClassifyXid(xid).cls, XidClass::kApplication) << xid;
+// Findings whose category follows the Xid they report say so in the catalog;
+// every other code keeps its one category.
+TEST(CatalogTest, CategorySourceIsExplicit) {
+  const std::set<std::string_view> by_cause = {"XID_FATAL", "XID_WARNING",   "XID_APPLICATION",
+                                               "XID_OTHER", "XID_RECOVERED", "XID_HISTORY"};
+  for (const FindingSpec& spec : AllSpecs()) {
+    SCOPED_TRACE(std::string(spec.code));
+    EXPECT_EQ(spec.category_source == CategorySource::kXidCause, by_cause.count(spec.code) == 1);
   }
-  for (unsigned xid : {48u, 64u, 74u, 79u, 95u, 119u, 120u, 140u}) {
-    EXPECT_EQ(ClassifyXid(xid).cls, XidClass::kHardwareFatal) << xid;
+  EXPECT_EQ(FindSpec("GPU_MISSING")->implies, Verdict::kFault);
+  EXPECT_EQ(FindSpec("XID_HISTORY")->implies, Verdict::kOk);
+  EXPECT_EQ(FindSpec("XID_RECOVERED")->implies, Verdict::kOk);
+}
+
+// Every cause class maps to the category word kmsg uses for `events`.
+TEST(CatalogTest, XidCategoryWordsAgreeWithKmsg) {
+  for (kmsg::CauseClass c :
+       {kmsg::CauseClass::kApplication, kmsg::CauseClass::kDriver, kmsg::CauseClass::kFirmware,
+        kmsg::CauseClass::kMemory, kmsg::CauseClass::kBus, kmsg::CauseClass::kThermalPower,
+        kmsg::CauseClass::kNvlink, kmsg::CauseClass::kInformational, kmsg::CauseClass::kUnknown}) {
+    EXPECT_EQ(CategoryName(XidCategory(c)), kmsg::CategoryWord(c));
   }
-  EXPECT_EQ(ClassifyXid(94).cls, XidClass::kHardwareWarning);
-  EXPECT_EQ(ClassifyXid(63).cls, XidClass::kOther);
-  EXPECT_EQ(ClassifyXid(12345).cls, XidClass::kOther);
-  EXPECT_EQ(ClassifyXid(79).what, "fell off the bus");
+}
+
+// Over the whole Xid catalog (and unknown codes): one current Xid on one GPU
+// gives one finding whose code, category, severity, verdict and first step
+// follow the catalog entry.
+TEST(CatalogTest, EveryXidCodeBecomesAConsistentFinding) {
+  std::vector<unsigned> codes;
+  for (const kmsg::XidInfo& x : kmsg::XidCatalog()) codes.push_back(x.code);
+  codes.push_back(4242);
+  codes.push_back(999);
+  ASSERT_GE(codes.size(), 70u);
+  for (unsigned code : codes) {
+    SCOPED_TRACE(code);
+    Snapshot s = fixtures::HealthyServer(4);
+    // GPU 3 lost: an Xid 79 on a GPU that reads normally would be "recovered".
+    s.gpus[3].unreachable = ProbeError{"nvml", "gpu_lost", "GPU is lost", 3u, 15};
+    s.gpus[3].memory = {};
+    s.gpus[3].utilization_gpu_pct.reset();
+    kmsg::KernelEvent e;
+    e.kind = kmsg::kKindXid;
+    e.xid = code;
+    e.pci_bus_id = s.gpus[3].pci_bus_id;
+    e.raw = "NVRM: Xid";
+    std::vector<kmsg::KernelEvent> events = {e};
+    const std::vector<Finding> findings = RunRules(std::span<const Snapshot>(&s, 1), {}, events);
+    std::vector<const Finding*> xid;
+    for (const Finding& f : findings) {
+      if (f.code.rfind("XID_", 0) == 0) xid.push_back(&f);
+    }
+    ASSERT_EQ(xid.size(), 1u);
+    const Finding& f = *xid[0];
+    const kmsg::XidInfo info = kmsg::LookupXid(code);
+    const kmsg::XidAssessment a = kmsg::AssessXid(e);
+    EXPECT_EQ(f.code, XidFindingCode(a.cause, a.impact));
+    EXPECT_EQ(f.category, XidCategory(info.cause));
+    EXPECT_EQ(CategoryName(f.category), kmsg::CategoryWord(info.cause));
+    const FindingSpec* spec = FindSpec(f.code);
+    ASSERT_NE(spec, nullptr);
+    EXPECT_EQ(f.severity, spec->severity);
+    EXPECT_EQ(f.implies, spec->implies);
+    const Verdict want = a.impact == kmsg::XidImpact::kFault      ? Verdict::kFault
+                         : a.impact == kmsg::XidImpact::kDegraded ? Verdict::kDegraded
+                                                                  : Verdict::kOk;
+    EXPECT_EQ(f.implies, info.cause == kmsg::CauseClass::kApplication ? Verdict::kOk : want);
+    EXPECT_EQ(f.gpus, std::vector<unsigned>{3});
+    ASSERT_FALSE(f.next_steps.empty());
+    EXPECT_NE(f.next_steps[0].find(fmt::format("NVIDIA's action for Xid {}: ", code)),
+              std::string::npos)
+        << f.next_steps[0];
+    EXPECT_NE(f.next_steps[0].find(std::string(info.advice)), std::string::npos);
+    EXPECT_TRUE(EvidenceNumber(f, fmt::format("xid_{}", code)).has_value());
+  }
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ bool IsReaper(const HostProcess& host) {
 }  // namespace
 
 RuleContext::RuleContext(std::span<const Snapshot> history, const DiagnoseOptions& options,
-                         std::span<const KernelEvent> events)
+                         std::span<const kmsg::KernelEvent> events)
     : history_(history), options_(options), events_(events) {
   window_s_ =
       std::max<double>(0, (history.back().time_unix_ms - history.front().time_unix_ms) / 1000.0);

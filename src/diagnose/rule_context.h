@@ -14,8 +14,8 @@
 #include "core/snapshot.h"
 #include "diagnose/catalog.h"
 #include "diagnose/finding.h"
-#include "diagnose/kernel_event.h"
 #include "diagnose/rules.h"
+#include "kmsg/kernel_event.h"
 
 namespace gw::diagnose::internal {
 
@@ -36,12 +36,12 @@ class RuleContext {
  public:
   // REQUIRES: !history.empty().
   RuleContext(std::span<const Snapshot> history, const DiagnoseOptions& options,
-              std::span<const KernelEvent> events);
+              std::span<const kmsg::KernelEvent> events);
 
   std::span<const Snapshot> history() const { return history_; }
   const Snapshot& latest() const { return history_.back(); }
   const DiagnoseOptions& options() const { return options_; }
-  std::span<const KernelEvent> events() const { return events_; }
+  std::span<const kmsg::KernelEvent> events() const { return events_; }
   size_t samples() const { return history_.size(); }
   // Seconds between the first and the last sample (0 for one sample).
   double window_s() const { return window_s_; }
@@ -64,7 +64,7 @@ class RuleContext {
  private:
   std::span<const Snapshot> history_;
   const DiagnoseOptions& options_;
-  std::span<const KernelEvent> events_;
+  std::span<const kmsg::KernelEvent> events_;
   double window_s_ = 0;
   std::vector<std::vector<const Gpu*>> series_;
   std::vector<std::vector<char>> sm_reliable_;

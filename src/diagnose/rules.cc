@@ -45,7 +45,10 @@ const std::vector<Rule>& Rules() {
        internal::RuleClockEvents,
        {"HW_SLOWDOWN", "HW_THERMAL_SLOWDOWN", "HW_POWER_BRAKE", "SW_THERMAL_SLOWDOWN",
         "POWER_CAPPED"}},
-      {"xid", internal::RuleXid, {"XID_FATAL", "XID_WARNING", "XID_APPLICATION", "XID_OTHER"}},
+      {"xid",
+       internal::RuleXid,
+       {"XID_FATAL", "XID_WARNING", "XID_APPLICATION", "XID_OTHER", "XID_RECOVERED", "XID_HISTORY",
+        "GPU_MISSING"}},
       {"vram_exhausted", internal::RuleVramExhausted, {"VRAM_EXHAUSTED"}},
       {"compute_saturated", internal::RuleComputeSaturated, {"COMPUTE_SATURATED"}},
       {"zombie_holder", internal::RuleZombieHolder, {"ZOMBIE_HOLDER"}},
@@ -141,7 +144,7 @@ std::string FormatNeed(const NeedRequest& need) {
 }
 
 std::vector<Finding> RunRules(std::span<const Snapshot> history, const DiagnoseOptions& options,
-                              std::span<const KernelEvent> kernel_events) {
+                              std::span<const kmsg::KernelEvent> kernel_events) {
   std::vector<Finding> findings;
   if (history.empty()) return findings;
   internal::RuleContext ctx(history, options, kernel_events);

@@ -21,7 +21,8 @@
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "diagnose/finding.h"
-#include "diagnose/kernel_event.h"
+#include "kmsg/event_age.h"
+#include "kmsg/kernel_event.h"
 
 namespace gw::diagnose {
 
@@ -91,14 +92,20 @@ struct DiagnoseOptions {
   Opt<std::string> cuda_device_order;
   // gpuwarden itself runs in a container (its own PID namespace).
   bool in_container = false;
+
+  // Which kernel-log events are current (the running boot, --since, the age
+  // limit): kmsg/event_age.h. The reference time is the latest snapshot's.
+  kmsg::EventAgeOptions events;
 };
 
 // Runs every rule over `history` (oldest first) and returns the findings in
 // rule order (unranked; Diagnose ranks them). Empty history: no findings.
-// `kernel_events` is the extension point for the kernel-log reader: Xid
-// events become XID_* findings; other kinds are ignored for now.
+// `kernel_events` are the kernel log's NVRM events, chronological (as
+// kmsg::ReadKernelEvents returns them): current Xids become XID_* findings,
+// older ones XID_HISTORY, GPUs the kernel saw that no sample lists
+// GPU_MISSING (options.events says what "current" means).
 std::vector<Finding> RunRules(std::span<const Snapshot> history, const DiagnoseOptions& options,
-                              std::span<const KernelEvent> kernel_events = {});
+                              std::span<const kmsg::KernelEvent> kernel_events = {});
 
 // The registered rules, for listings and tests: a name and the codes it emits.
 struct RuleInfo {

@@ -1,17 +1,63 @@
-// Kernel-log rules: Xid events, judged by the class of the Xid only.
-// Application Xids never make a GPU FAULT, however many there are.
+// Kernel-log rules. Every Xid is judged by the one catalog (kmsg/xid_catalog.h):
+// its cause gives the finding's category, NVIDIA's action and the error's
+// containment its verdict. Only current events judge (kmsg/event_age.h);
+// older ones are listed as history. A GPU that fell off the bus and reads
+// normally now is recovered. A GPU the kernel saw that no sample lists is
+// missing: a server fault.
+#include "diagnose/rules_xid.h"
+
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "diagnose/rule_context.h"
-#include "diagnose/xid.h"
+#include "kmsg/event_age.h"
 
-namespace gw::diagnose::internal {
+namespace gw::diagnose {
+
+Category XidCategory(kmsg::CauseClass cause) {
+  switch (cause) {
+    case kmsg::CauseClass::kApplication:
+      return Category::kApplication;
+    case kmsg::CauseClass::kDriver:
+    case kmsg::CauseClass::kFirmware:
+      return Category::kDriver;
+    case kmsg::CauseClass::kMemory:
+      return Category::kMemory;
+    case kmsg::CauseClass::kBus:
+      return Category::kBus;
+    case kmsg::CauseClass::kThermalPower:
+      return Category::kPower;
+    case kmsg::CauseClass::kNvlink:
+      return Category::kNvlink;
+    case kmsg::CauseClass::kInformational:
+    case kmsg::CauseClass::kUnknown:
+      return Category::kHardware;
+  }
+  return Category::kHardware;
+}
+
+std::string_view XidFindingCode(kmsg::CauseClass cause, kmsg::XidImpact impact) {
+  if (cause == kmsg::CauseClass::kApplication) return "XID_APPLICATION";
+  switch (impact) {
+    case kmsg::XidImpact::kFault:
+      return "XID_FATAL";
+    case kmsg::XidImpact::kDegraded:
+      return "XID_WARNING";
+    case kmsg::XidImpact::kNone:
+      return "XID_OTHER";
+  }
+  return "XID_WARNING";
+}
+
+namespace internal {
 namespace {
+
+using kmsg::KernelEvent;
 
 // (domain, bus, device) of "0000:3b:00", "00000000:3B:00.0" or "3b:00.0".
 using PciAddress = std::tuple<unsigned, unsigned, unsigned>;
@@ -43,29 +89,105 @@ Opt<PciAddress> ParsePci(std::string_view text) {
   return PciAddress{*domain, *bus, *dev};
 }
 
-std::string_view CodeFor(XidClass cls) {
-  switch (cls) {
-    case XidClass::kApplication:
-      return "XID_APPLICATION";
-    case XidClass::kHardwareFatal:
-      return "XID_FATAL";
-    case XidClass::kHardwareWarning:
-      return "XID_WARNING";
-    case XidClass::kOther:
-      return "XID_OTHER";
-  }
-  return "XID_OTHER";
+// As the kernel writes it: "0000:3b:00".
+std::string PciText(const PciAddress& a) {
+  return fmt::format("{:04x}:{:02x}:{:02x}", std::get<0>(a), std::get<1>(a), std::get<2>(a));
 }
 
-struct XidGroup {
-  std::map<unsigned, unsigned> count;  // Xid -> events.
-  const KernelEvent* last = nullptr;
+// One incident: an Xid line (with the fell-off-the-bus notice printed with an
+// Xid 79 folded into it), or a notice standing alone, which counts as Xid 79.
+struct Incident {
+  const KernelEvent* event = nullptr;
+  unsigned xid = 0;
+  kmsg::XidAssessment assessment;
+  kmsg::AgedEvent age;
 };
+
+// Where an incident happened: a GPU index, else the PCI address no sample
+// lists, else nothing (no address in the log).
+struct Where {
+  Opt<unsigned> gpu;
+  Opt<PciAddress> pci;
+  auto operator<=>(const Where&) const = default;
+};
+
+struct Group {
+  std::map<unsigned, unsigned> count;  // Xid -> incidents.
+  const Incident* last = nullptr;
+  const Incident* worst = nullptr;  // Sets the category of a history group.
+  std::set<kmsg::HistoryReason> reasons;
+};
+
+std::string Subject(const Where& w) {
+  if (w.gpu) return fmt::format("GPU {}", *w.gpu);
+  if (w.pci) return fmt::format("The GPU at PCI {}", PciText(*w.pci));
+  return "A GPU";
+}
+
+// "fell off the bus (Xid 79)", ": double-bit ECC error (Xid 48)".
+std::string What(unsigned xid, const kmsg::XidInfo& info) {
+  if (xid == 79) return " fell off the bus (Xid 79)";
+  return fmt::format(": {} (Xid {})", info.name, xid);
+}
+
+std::string ActorPrefix(kmsg::Actor a) {
+  switch (a) {
+    case kmsg::Actor::kUser:
+      return "";
+    case kmsg::Actor::kAdmin:
+      return "admin: ";
+    case kmsg::Actor::kVendor:
+      return "vendor: ";
+  }
+  return "admin: ";
+}
+
+int ImpactRank(kmsg::XidImpact i) {
+  return i == kmsg::XidImpact::kFault ? 2 : i == kmsg::XidImpact::kDegraded ? 1 : 0;
+}
+
+// The GPU answers NVML (or the dump) with real values.
+bool ReadsNormally(const Gpu& gpu) {
+  return !gpu.unreachable && (gpu.memory.total_bytes || gpu.utilization_gpu_pct);
+}
+
+bool NvmlCouldNotList(const Snapshot& s) {
+  if (!s.gpus.empty()) return false;
+  return std::any_of(s.errors.begin(), s.errors.end(), [](const ProbeError& e) {
+    return (e.source == "nvml" || e.source == "probe") && !e.gpu_index;
+  });
+}
+
+std::string Counts(const std::map<unsigned, unsigned>& count) {
+  std::vector<std::string> all;
+  for (const auto& [xid, n] : count) all.push_back(fmt::format("{} x{}", xid, n));
+  return fmt::format("{}", fmt::join(all, ", "));
+}
+
+void AddEventEvidence(Finding& f, const Group& g) {
+  unsigned events = 0;
+  for (const auto& [xid, n] : g.count) {
+    events += n;
+    f.evidence.push_back(NumberEvidence(
+        fmt::format("xid_{}", xid), n, "events",
+        fmt::format("{} event{}: {}", n, n == 1 ? "" : "s", kmsg::LookupXid(xid).name)));
+  }
+  f.evidence.push_back(NumberEvidence("events", events, "count", fmt::format("{}", events)));
+  if (g.last == nullptr) return;
+  const KernelEvent& e = *g.last->event;
+  if (e.time_unix_ms) {
+    f.evidence.push_back(
+        NumberEvidence("last_time", static_cast<double>(*e.time_unix_ms), "unix_ms", Safe(e.raw)));
+  } else {
+    f.evidence.push_back(TextEvidence("last_event", Safe(e.raw)));
+  }
+}
 
 }  // namespace
 
 void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
-  if (ctx.events().empty()) return;
+  const std::span<const KernelEvent> events = ctx.events();
+  const Snapshot& latest = ctx.latest();
   // PCI address -> GPU index, from every sample, the latest last: a GPU that
   // fell off the bus may no longer say where it sits.
   std::map<PciAddress, unsigned> gpu_at;
@@ -79,65 +201,204 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       if (Opt<PciAddress> a = ParsePci(*gpu.pci_bus_id)) gpu_at[*a] = gpu.index;
     }
   }
-
-  // (class, GPU index or the PCI text when no GPU matches) -> events.
-  using Where = std::pair<Opt<unsigned>, std::string>;
-  std::map<std::pair<XidClass, Where>, XidGroup> groups;
-  for (const KernelEvent& e : ctx.events()) {
-    if (e.kind != "xid" || !e.xid) continue;
-    Where where{std::nullopt, e.pci_bus_id ? Safe(*e.pci_bus_id) : ""};
+  auto where_of = [&](const KernelEvent& e) {
+    Where w;
     if (e.pci_bus_id) {
-      if (Opt<PciAddress> a = ParsePci(*e.pci_bus_id); a && gpu_at.count(*a)) {
-        where = Where{gpu_at[*a], ""};
+      if (Opt<PciAddress> a = ParsePci(*e.pci_bus_id)) {
+        if (auto it = gpu_at.find(*a); it != gpu_at.end()) {
+          w.gpu = it->second;
+        } else {
+          w.pci = *a;
+        }
       }
     }
-    XidGroup& g = groups[{ClassifyXid(*e.xid).cls, where}];
-    ++g.count[*e.xid];
-    if (g.last == nullptr || e.time_unix_ms >= g.last->time_unix_ms) g.last = &e;
+    return w;
+  };
+
+  const std::vector<kmsg::AgedEvent> ages =
+      kmsg::AgeEvents(events, ctx.options().events, latest.time_unix_ms);
+
+  // Incidents. A notice printed with an Xid 79 is that Xid's, not a second fall.
+  std::vector<Incident> incidents;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const KernelEvent& e = events[i];
+    if (ages[i].age == kmsg::EventAge::kOutOfRange) continue;
+    Incident inc;
+    inc.event = &e;
+    inc.age = ages[i];
+    if (e.kind == kmsg::kKindXid && e.xid) {
+      inc.xid = *e.xid;
+      inc.assessment = kmsg::AssessXid(e);
+    } else if (e.kind == kmsg::kKindFallenOffBus) {
+      bool part_of_xid = false;
+      for (size_t j = i >= 3 ? i - 3 : 0; j < std::min(events.size(), i + 4) && !part_of_xid; ++j) {
+        part_of_xid = j != i && kmsg::SameFallOffTheBus(events[j], e, j > i ? j - i : i - j);
+      }
+      if (part_of_xid) continue;
+      KernelEvent as79;
+      as79.xid = 79;
+      as79.kind = kmsg::kKindXid;
+      inc.xid = 79;
+      inc.assessment = kmsg::AssessXid(as79);
+    } else {
+      continue;
+    }
+    incidents.push_back(std::move(inc));
   }
 
-  for (const auto& [key, group] : groups) {
-    const auto& [cls, where] = key;
+  // Current incidents by finding code and place; history by place.
+  std::map<std::tuple<std::string_view, Category, Where>, Group> current;
+  std::map<Where, Group> history;
+  for (const Incident& inc : incidents) {
+    const Where w = where_of(*inc.event);
+    if (inc.age.age == kmsg::EventAge::kHistory) {
+      Group& g = history[w];
+      ++g.count[inc.xid];
+      g.last = &inc;
+      g.reasons.insert(inc.age.reason);
+      if (g.worst == nullptr ||
+          ImpactRank(inc.assessment.impact) > ImpactRank(g.worst->assessment.impact)) {
+        g.worst = &inc;
+      }
+      continue;
+    }
+    std::string_view code = XidFindingCode(inc.assessment.cause, inc.assessment.impact);
+    if (inc.xid == 79 && w.gpu) {
+      const auto gpu = std::find_if(latest.gpus.begin(), latest.gpus.end(),
+                                    [&](const Gpu& x) { return x.index == *w.gpu; });
+      if (gpu != latest.gpus.end() && ReadsNormally(*gpu)) code = "XID_RECOVERED";
+    }
+    Group& g = current[{code, XidCategory(inc.assessment.cause), w}];
+    ++g.count[inc.xid];
+    g.last = &inc;
+  }
+
+  for (const auto& [key, group] : current) {
+    const auto& [code, category, where] = key;
     // The Xid that says most: the most frequent, then the highest number.
-    unsigned main = 0, main_count = 0, events = 0;
+    unsigned main = 0, main_count = 0;
     for (const auto& [xid, n] : group.count) {
-      events += n;
       if (n >= main_count) {
         main = xid;
         main_count = n;
       }
     }
-    const XidInfo info = ClassifyXid(main);
-    const std::string subject =
-        where.first ? fmt::format("GPU {}", *where.first)
-                    : (where.second.empty() ? std::string("A GPU")
-                                            : fmt::format("The GPU at PCI {}", where.second));
-    std::string message = fmt::format("{} {} (Xid {})", subject, info.what, main);
+    const kmsg::XidInfo info = kmsg::LookupXid(main);
+    std::string message = Subject(where) + What(main, info);
+    if (code == "XID_RECOVERED") {
+      message += ctx.live() ? " earlier; NVML reads it normally now: recovered"
+                            : " earlier; the dump reads it normally: recovered";
+    }
     if (group.count.size() > 1 || main_count > 1) {
-      std::vector<std::string> all;
-      for (const auto& [xid, n] : group.count) all.push_back(fmt::format("{} x{}", xid, n));
-      message += fmt::format("; Xids logged: {}", fmt::join(all, ", "));
+      message += fmt::format("; Xids logged: {}", Counts(group.count));
     }
     std::vector<unsigned> gpus;
-    if (where.first) gpus.push_back(*where.first);
+    if (where.gpu) gpus.push_back(*where.gpu);
     // An Xid names the failure most precisely: rank it just above the NVML
     // finding (e.g. GPU_LOST) for the same GPU.
-    Finding f = MakeFinding(CodeFor(cls), gpus, {}, std::move(message),
+    Finding f = MakeFinding(code, gpus, {}, std::move(message),
                             (gpus.empty() ? 1.0 : static_cast<double>(gpus.size())) + 0.5);
-    for (const auto& [xid, n] : group.count) {
-      f.evidence.push_back(NumberEvidence(
-          fmt::format("xid_{}", xid), n, "events",
-          fmt::format("{} event{}: {}", n, n == 1 ? "" : "s", ClassifyXid(xid).what)));
+    f.category = category;
+    if (code != "XID_RECOVERED") {
+      f.next_steps.push_back(fmt::format("{}NVIDIA's action for Xid {}: {}",
+                                         ActorPrefix(info.actor), main, info.advice));
     }
-    f.evidence.push_back(NumberEvidence("events", events, "count", fmt::format("{}", events)));
-    if (group.last != nullptr) {
-      f.evidence.push_back(NumberEvidence("last_time",
-                                          static_cast<double>(group.last->time_unix_ms), "unix_ms",
-                                          Safe(group.last->text)));
+    f.evidence.push_back(TextEvidence(
+        "nvidia_action",
+        fmt::format("{} ({})", kmsg::XidActionName(info.action), kmsg::ActorName(info.actor))));
+    AddEventEvidence(f, group);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+
+  for (const auto& [where, group] : history) {
+    std::vector<std::string> why;
+    for (kmsg::HistoryReason r : group.reasons) {
+      why.push_back(kmsg::HistoryReasonText(r, ctx.options().events));
     }
+    const bool one = group.count.size() == 1 && group.count.begin()->second == 1;
+    std::string message = fmt::format(
+        "{} logged {} ({}; history, not the GPU's state now)", Subject(where),
+        one ? fmt::format("Xid {}", group.count.begin()->first) : "Xids " + Counts(group.count),
+        fmt::join(why, ", "));
+    std::vector<unsigned> gpus;
+    if (where.gpu) gpus.push_back(*where.gpu);
+    Finding f = MakeFinding("XID_HISTORY", gpus, {}, std::move(message), 0.1);
+    f.category = XidCategory(group.worst->assessment.cause);
+    AddEventEvidence(f, group);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+
+  // GPUs the kernel saw in this boot that no sample lists.
+  if (NvmlCouldNotList(latest)) return;
+  const bool every_gpu_placed =
+      std::all_of(latest.gpus.begin(), latest.gpus.end(), [&](const Gpu& g) {
+        return std::any_of(gpu_at.begin(), gpu_at.end(),
+                           [&](const auto& kv) { return kv.second == g.index; });
+      });
+  if (!every_gpu_placed) return;  // A GPU without an address could be the one.
+  std::map<PciAddress, std::vector<std::string>> missing;  // -> what the kernel said.
+  auto saw = [&](const Opt<std::string>& bus, std::string what) {
+    if (!bus) return;
+    const Opt<PciAddress> a = ParsePci(*bus);
+    if (!a || gpu_at.count(*a)) return;
+    std::vector<std::string>& said = missing[*a];
+    if (std::find(said.begin(), said.end(), what) == said.end()) said.push_back(std::move(what));
+  };
+  std::set<unsigned> missing_minors;
+  const bool minors_known =
+      !latest.gpus.empty() && std::all_of(latest.gpus.begin(), latest.gpus.end(),
+                                          [](const Gpu& g) { return g.minor_number.has_value(); });
+  for (size_t i = 0; i < events.size(); ++i) {
+    // Old events of the running boot still say the GPU was there and was never re-probed.
+    if (ages[i].age != kmsg::EventAge::kCurrent && !ages[i].running_boot) continue;
+    const KernelEvent& e = events[i];
+    if (e.kind == kmsg::kKindRmInitAdapterFailed) {
+      if (e.pci_bus_id) {
+        saw(e.pci_bus_id,
+            e.minor_number
+                ? fmt::format("RmInitAdapter failed, device minor number {}", *e.minor_number)
+                : std::string("RmInitAdapter failed"));
+      } else if (e.minor_number && minors_known &&
+                 std::none_of(latest.gpus.begin(), latest.gpus.end(),
+                              [&](const Gpu& g) { return g.minor_number == e.minor_number; })) {
+        missing_minors.insert(*e.minor_number);
+      }
+    } else if (e.kind == kmsg::kKindFallenOffBus) {
+      saw(e.pci_bus_id, "fell off the bus");
+    } else if (e.kind == kmsg::kKindXid && e.xid) {
+      saw(e.pci_bus_id, fmt::format("Xid {}", *e.xid));
+    }
+  }
+  if (latest.driver_gpu_bus_ids) {
+    for (const std::string& bus : *latest.driver_gpu_bus_ids) {
+      saw(bus, "listed in /proc/driver/nvidia/gpus");
+    }
+  }
+  const std::string lister = ctx.live() ? "NVML does not list it" : "the dump does not list it";
+  for (const auto& [pci, said] : missing) {
+    Finding f = MakeFinding("GPU_MISSING", {}, {},
+                            fmt::format("The GPU at PCI {} is missing: the kernel saw it ({}) but "
+                                        "{}",
+                                        PciText(pci), fmt::join(said, "; "), lister),
+                            1.5);
+    f.evidence.push_back(TextEvidence("pci_bus_id", PciText(pci)));
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+  for (unsigned minor : missing_minors) {
+    Finding f = MakeFinding(
+        "GPU_MISSING", {}, {},
+        fmt::format("The GPU with device minor number {} (/dev/nvidia{}) is missing: the kernel "
+                    "saw it (RmInitAdapter failed) but {}",
+                    minor, minor, lister),
+        1.5);
+    f.evidence.push_back(NumberEvidence("minor_number", minor, "count", fmt::format("{}", minor)));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
 }
 
-}  // namespace gw::diagnose::internal
+}  // namespace internal
+}  // namespace gw::diagnose

@@ -666,7 +666,7 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
 }
 
 Diagnosis Diagnose(std::span<const Snapshot> history, const DiagnoseOptions& options,
-                   std::span<const KernelEvent> kernel_events) {
+                   std::span<const kmsg::KernelEvent> kernel_events) {
   Diagnosis d;
   if (history.empty()) {
     d.server = Verdict::kUnknown;

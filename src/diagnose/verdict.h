@@ -17,8 +17,8 @@
 
 #include "core/snapshot.h"
 #include "diagnose/finding.h"
-#include "diagnose/kernel_event.h"
 #include "diagnose/rules.h"
+#include "kmsg/kernel_event.h"
 
 namespace gw::diagnose {
 
@@ -65,7 +65,7 @@ struct Diagnosis {
 
 // The whole diagnosis of `history` (oldest first). Empty history: UNKNOWN.
 Diagnosis Diagnose(std::span<const Snapshot> history, const DiagnoseOptions& options,
-                   std::span<const KernelEvent> kernel_events = {});
+                   std::span<const kmsg::KernelEvent> kernel_events = {});
 
 // The pieces, for renderers and tests.
 

@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 using namespace fixtures;  // NOLINT
 
 Diagnosis DiagnoseOne(const Snapshot& s, const DiagnoseOptions& o = {},
-                      std::span<const KernelEvent> events = {}) {
+                      std::span<const kmsg::KernelEvent> events = {}) {
   return Diagnose(std::span<const Snapshot>(&s, 1), o, events);
 }
 
@@ -136,15 +136,15 @@ TEST(VerdictTest, LostGpuIsAFault) {
   bare.unreachable = lost;
   s.gpus[3] = bare;
   s.errors.push_back(lost);
-  KernelEvent e;
+  kmsg::KernelEvent e;
   e.time_unix_ms = kT0 - 60'000;
   e.pci_bus_id = "0000:48:00";
   e.xid = 79;
-  e.kind = "xid";
-  e.text = "NVRM: Xid (PCI:0000:48:00): 79, GPU has fallen off the bus.";
+  e.kind = kmsg::kKindXid;
+  e.raw = "NVRM: Xid (PCI:0000:48:00): 79, GPU has fallen off the bus.";
   // NVML read the GPU's PCI address before the handle failed.
   s.gpus[3].pci_bus_id = "00000000:48:00.0";
-  std::vector<KernelEvent> events = {e};
+  std::vector<kmsg::KernelEvent> events = {e};
   Diagnosis d = DiagnoseOne(s, {}, events);
   EXPECT_EQ(d.server, Verdict::kFault);
   EXPECT_EQ(d.summary, "FAULT — hardware: GPU 3 fell off the bus (Xid 79); 7 other GPUs OK");

@@ -27,6 +27,7 @@ nlohmann::json EventToJson(const KernelEvent& ev) {
       {"process_name", TextOrNull(ev.process_name)},
       {"gpu_instance", OrNull(ev.gpu_instance)},
       {"compute_instance", OrNull(ev.compute_instance)},
+      {"minor_number", OrNull(ev.minor_number)},
       {"detail", ToValidUtf8(ev.detail)},
       {"source", ToValidUtf8(ev.source)},
       {"boot_id", ToValidUtf8(ev.boot_id)},

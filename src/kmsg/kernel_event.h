@@ -40,6 +40,10 @@ inline constexpr const char kKindGpuUnsupported[] = "gpu_unsupported";
 // A boot started: the kernel's `Linux version` line, a kernel clock that went
 // back to ~0 in a file, or a boot the journal / the running kernel reported.
 inline constexpr const char kKindBoot[] = "boot";
+// The driver module was loaded: `NVRM: loading NVIDIA UNIX [Open ]Kernel Module
+// for x86_64  570.158.01 ...` (detail: the banner without "loading "). GPUs
+// are probed (and probe failures printed) just before it.
+inline constexpr const char kKindDriverLoad[] = "driver_load";
 
 struct KernelEvent {
   Opt<int64_t> time_unix_ms;  // Wall time, when the log gave or implied it.
@@ -51,6 +55,9 @@ struct KernelEvent {
   Opt<long> pid;                  // Absent for `pid='<unknown>'` and for formats without pid.
   Opt<std::string> process_name;  // Absent for `name=<unknown>`.
   Opt<unsigned> gpu_instance, compute_instance;  // MIG `GPU-I:` / `GPU-CI:`.
+  // The device minor number (/dev/nvidia<N>) an `rm_init_adapter failed ...
+  // minor number N` line names; older drivers name no bus id, only this.
+  Opt<unsigned> minor_number;
   // The message in the driver's words, without the prefix fields (for Xid
   // lines: the text after pid/name).
   std::string detail;

@@ -46,6 +46,15 @@ Opt<uint64_t> ReadDecimal(std::string_view s, size_t* used, int max_digits) {
   return v;
 }
 
+// "... minor number 3" -> 3.
+Opt<unsigned> MinorNumber(std::string_view s) {
+  const size_t m = s.find("minor number ");
+  if (m == std::string_view::npos) return std::nullopt;
+  size_t used = 0;
+  if (auto v = ReadDecimal(s.substr(m + 13), &used, 6)) return static_cast<unsigned>(*v);
+  return std::nullopt;
+}
+
 // A PCI address at the start of `s`: "dddd:bb:dd[.f]" or the very old
 // "bb:dd" (hex, any case, 1-8 digits per group). Sets *used to its length.
 Opt<std::string> ReadPci(std::string_view s, size_t* used) {
@@ -371,6 +380,13 @@ void NvrmParser::HandleBody(std::string_view body, const Times& t, std::string_v
   if (StartsWith(body, "rm_init_adapter failed")) {  // Follow-up without its first line.
     KernelEvent ev = NewEvent(kKindRmInitAdapterFailed, t, raw);
     ev.detail = std::string(body);
+    ev.minor_number = MinorNumber(body);
+    Emit(std::move(ev));
+    return;
+  }
+  if (StartsWith(body, "loading NVIDIA UNIX ")) {
+    KernelEvent ev = NewEvent(kKindDriverLoad, t, raw);
+    ev.detail = std::string(Trim(body.substr(8)).substr(0, 256));
     Emit(std::move(ev));
     return;
   }
@@ -538,6 +554,7 @@ void NvrmParser::HandleGpuMessage(std::string_view body, const Times& t, std::st
         KernelEvent ev = NewEvent(kKindRmInitAdapterFailed, t, raw);
         ev.pci_bus_id = pci;
         ev.detail = std::string(msg);
+        ev.minor_number = MinorNumber(msg);
         Emit(std::move(ev));
         return;
       }
@@ -590,8 +607,11 @@ bool NvrmParser::TryContinuation(std::string_view body, std::string_view raw) {
         if (!pci || (pending_.pci_bus_id && *pci != *pending_.pci_bus_id)) return false;
         if (body.substr(4 + used, 1) != ":") return false;
         msg = Trim(body.substr(4 + used + 1));
+        if (!StartsWith(msg, "rm_init_adapter failed")) return false;
+        if (!pending_.pci_bus_id) pending_.pci_bus_id = pci;
       }
       if (!StartsWith(msg, "rm_init_adapter failed")) return false;
+      pending_.minor_number = MinorNumber(msg);
       if (const size_t m = msg.find("minor number "); m != std::string_view::npos) {
         pending_.detail += "; device minor number " + std::string(Trim(msg.substr(m + 13)));
       }

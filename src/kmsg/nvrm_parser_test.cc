@@ -279,7 +279,10 @@ TEST(NvrmFallenOffBus, ProbeTimeThreeLineForm) {
       "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
       "[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  "
       "Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025\n");
-  ASSERT_EQ(ev.size(), 1u);
+  // The banner is the driver-load marker of the event-age rules (event_age.h).
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[1].kind, "driver_load");
+  EXPECT_EQ(ev[1].detail.rfind("NVIDIA UNIX Open Kernel Module for x86_64  570.158.01", 0), 0u);
   EXPECT_EQ(ev[0].kind, "fallen_off_bus");
   EXPECT_EQ(ev[0].pci_bus_id, "00000000:B3:00.0");
   EXPECT_DOUBLE_EQ(*ev[0].monotonic_s, 1843.308145);
@@ -290,6 +293,20 @@ TEST(NvrmFallenOffBus, ProbeTimeThreeLineForm) {
             "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
             "NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
             "NVRM: fallen off the bus and is not responding to commands.");
+}
+
+TEST(NvrmRmInit, MinorNumberIsRead) {
+  auto ev = Parse(
+      "[87669.726564] NVRM: RmInitAdapter failed! (0x26:0xffff:1375)\n"
+      "[87669.726572] NVRM: rm_init_adapter failed for device bearing minor number 2\n"
+      "[  903.610907] NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)\n"
+      "[  903.611884] NVRM: GPU 0000:98:00.0: rm_init_adapter failed, device minor number 0\n");
+  ASSERT_EQ(ev.size(), 3u) << ev.size();  // A clock going back starts a boot.
+  EXPECT_EQ(ev[0].kind, "rm_init_adapter_failed");
+  EXPECT_FALSE(ev[0].pci_bus_id);
+  EXPECT_EQ(ev[0].minor_number, 2u);
+  EXPECT_EQ(ev[2].pci_bus_id, "00000000:98:00.0");
+  EXPECT_EQ(ev[2].minor_number, 0u);
 }
 
 TEST(NvrmFallenOffBus, OlderOneLineProbeForm) {

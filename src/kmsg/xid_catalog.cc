@@ -5,6 +5,7 @@
 #include <string>
 
 namespace gw::kmsg {
+
 namespace {
 
 using C = CauseClass;
@@ -26,6 +27,13 @@ constexpr XidInfo X(unsigned code, std::string_view mnemonic, std::string_view n
   x.hardware_fault = hardware_fault;
   x.reboot_recoverable = reboot_recoverable;
   x.advice = advice;
+  x.impact = ImpactOf(cause, action, hardware_fault);
+  return x;
+}
+
+// An entry whose impact NVIDIA's containment sets apart from its action.
+constexpr XidInfo WithImpact(XidInfo x, XidImpact impact) {
+  x.impact = impact;
   return x;
 }
 
@@ -58,6 +66,15 @@ constexpr auto kCatalog = std::to_array<XidInfo>({
     X(38, "ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT", "driver firmware error",
       "A driver firmware watchdog (FECS) timed out.", C::kFirmware, A::kIgnore, W::kAdmin, kNotHw,
       kNotRecoverable, "No action by itself; if it recurs, update the driver."),
+    X(39, "", "unused Xid",
+      "NVIDIA's listing marks this code unused; a driver that logs it reports an error it does "
+      "not name.",
+      C::kDriver, A::kContactSupport, W::kAdmin, kNotHw, kNotRecoverable,
+      "Read the message; contact support if it recurs."),
+    X(42, "", "video processor exception",
+      "The video processor raised an exception for a job's stream (legacy listing: driver).",
+      C::kDriver, A::kRestartApp, W::kUser, kNotHw, kNotRecoverable,
+      "Restart the application; update the driver if it repeats."),
     X(43, "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "channel reset after an application fault",
       "The GPU stopped one application's channel after that application faulted; the GPU is "
       "healthy.",
@@ -89,6 +106,16 @@ constexpr auto kCatalog = std::to_array<XidInfo>({
       "Programming the video-memory interface failed (unused on Ampere and later).", C::kMemory,
       A::kContactSupport, W::kVendor, kHw, kNotRecoverable,
       "Contact support; the GPU's memory interface is faulty (RMA)."),
+    X(58, "", "unstable video memory interface",
+      "The GPU detected an unstable video-memory interface or an EDC error (the message says "
+      "which).",
+      C::kMemory, A::kContactSupport, W::kVendor, kHw, kNotRecoverable,
+      "Drain the GPU and contact support; run diagnostics (dcgmi diag -r 3); replace (RMA) if it "
+      "repeats."),
+    X(60, "", "video processor exception",
+      "The video processor raised an exception (legacy listing: driver).", C::kDriver,
+      A::kRestartApp, W::kUser, kNotHw, kNotRecoverable,
+      "Restart the application; reset the GPU or update the driver if it repeats."),
     X(61, "PMU_BREAKPOINT", "micro-controller breakpoint",
       "An internal micro-controller (PMU) hit a breakpoint or warning (unused on Ampere and "
       "later).",
@@ -105,6 +132,11 @@ constexpr auto kCatalog = std::to_array<XidInfo>({
       "Retiring a bad memory page or remapping a bad row failed.", C::kMemory, A::kResetGpu,
       W::kVendor, kHw, kRecoverable,
       "Reset the GPU; if remapping keeps failing, the GPU meets the replacement (RMA) criterion."),
+    X(67, "", "illegal access by driver",
+      "The driver made an illegal access on a job's behalf (legacy listing: driver or "
+      "application).",
+      C::kDriver, A::kRestartApp, W::kUser, kNotHw, kNotRecoverable,
+      "Restart the application; update the driver if it repeats."),
     X(68, "ROBUST_CHANNEL_NVDEC0_ERROR", "video decoder exception",
       "The video decoder (NVDEC0) raised an exception for an application's stream.",
       C::kApplication, A::kRestartApp, W::kUser, kNotHw, kNotRecoverable,
@@ -113,10 +145,16 @@ constexpr auto kCatalog = std::to_array<XidInfo>({
       "The graphics engine received a command it does not accept.", C::kDriver, A::kRestartApp,
       W::kUser, kNotHw, kNotRecoverable,
       "Restart the application; check the application/CUDA versions if it repeats."),
+    X(73, "", "video encoder error", "The video encoder (NVENC2) reported an error.", C::kDriver,
+      A::kRestartApp, W::kUser, kNotHw, kNotRecoverable,
+      "Restart the application; reset the GPU if the encoder keeps failing."),
     X(74, "NVLINK_ERROR", "NVLink error", "An NVLink link reported an error.", C::kNvlink,
       A::kResetGpu, W::kAdmin, kHw, kRecoverable,
       "Decode the register fields in the message; reset the GPU; reseat or diagnose the link if "
       "it repeats."),
+    X(78, "", "vGPU start error", "A virtual GPU (vGPU) failed to start.", C::kDriver,
+      A::kContactSupport, W::kAdmin, kNotHw, kNotRecoverable,
+      "Check the vGPU manager's log and configuration; contact support if it recurs."),
     X(79, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU fell off the bus",
       "The GPU stopped answering on PCIe.", C::kBus, A::kRebootNode, W::kAdmin, kHw, kRecoverable,
       "Drain and reboot the node; check power, cooling and PCIe seating/riser; replace (RMA) if "
@@ -124,12 +162,15 @@ constexpr auto kCatalog = std::to_array<XidInfo>({
     X(92, "EXCESSIVE_SBE_INTERRUPTS", "high single-bit ECC error rate",
       "GPU memory is correcting single-bit errors at a high rate.", C::kMemory, A::kIgnore,
       W::kAdmin, kNotHw, kNotRecoverable, "Monitor; plan a replacement if the rate keeps growing."),
-    X(94, "ROBUST_CHANNEL_CONTAINED_ERROR", "contained memory error",
-      "An uncorrectable memory error was contained: only the process using that memory was "
-      "affected.",
-      C::kMemory, A::kRestartApp, W::kUser, kNotHw, kRecoverable,
-      "Restart the affected application (other work keeps running); reset the GPU when idle to "
-      "remap the row."),
+    // Contained: only the process using the memory died; the GPU serves others
+    // until a reset (when convenient) remaps the row.
+    WithImpact(X(94, "ROBUST_CHANNEL_CONTAINED_ERROR", "contained memory error",
+                 "An uncorrectable memory error was contained: only the process using that "
+                 "memory was affected.",
+                 C::kMemory, A::kRestartApp, W::kUser, kNotHw, kRecoverable,
+                 "Restart the affected application (other work keeps running); reset the GPU "
+                 "when convenient (idle) to remap the row."),
+               XidImpact::kDegraded),
     X(95, "ROBUST_CHANNEL_UNCONTAINED_ERROR", "uncontained memory error",
       "An uncorrectable memory error could not be contained: every process on the GPU is "
       "affected.",
@@ -292,6 +333,17 @@ std::optional<XidAction> RecoveryAction(std::string_view detail) {
   }
 }
 
+// `word` delimited by spaces (or the text's ends).
+bool ContainsWord(std::string_view text, std::string_view word) {
+  for (size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1)) {
+    const bool starts = p == 0 || text[p - 1] == ' ';
+    const size_t end = p + word.size();
+    const bool ends = end == text.size() || text[end] == ' ';
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::span<const XidInfo> XidCatalog() { return kCatalog; }
@@ -310,6 +362,7 @@ XidInfo LookupXid(unsigned code) {
   unknown.action = XidAction::kContactSupport;
   unknown.actor = Actor::kAdmin;
   unknown.advice = "unknown Xid, contact support";
+  unknown.impact = XidImpact::kDegraded;
   return unknown;
 }
 
@@ -321,7 +374,25 @@ XidAssessment AssessXid(const KernelEvent& ev) {
     if (auto n = CausedBy(ev.detail); n && *n != 45) a.attributed_xid = *n;
   }
   a.info = LookupXid(a.attributed_xid);
-  if (a.xid == 154) a.recovery_action = RecoveryAction(ev.detail);
+  const XidInfo own = a.attributed_xid == a.xid ? a.info : LookupXid(a.xid);
+  a.cause = own.cause;
+  a.impact = own.impact;
+  if (a.xid == 154) {
+    a.recovery_action = RecoveryAction(ev.detail);
+    if (a.recovery_action) {
+      a.impact = *a.recovery_action == XidAction::kIgnore           ? XidImpact::kNone
+                 : *a.recovery_action == XidAction::kContactSupport ? XidImpact::kDegraded
+                                                                    : XidImpact::kFault;
+    }
+  }
+  if (a.xid >= 144 && a.xid <= 150) {
+    // "145, RLW_RXPIPE Nonfatal XC0 ...", "149, NETIR_LINK_EVT Fatal XC0 ...".
+    if (ContainsWord(ev.detail, "Nonfatal")) {
+      a.impact = XidImpact::kNone;
+    } else if (ContainsWord(ev.detail, "Fatal")) {
+      a.impact = XidImpact::kFault;
+    }
+  }
   return a;
 }
 
@@ -367,6 +438,40 @@ std::string_view XidActionName(XidAction a) {
       return "ignore";
   }
   return "contact_support";
+}
+
+std::string_view XidImpactName(XidImpact i) {
+  switch (i) {
+    case XidImpact::kNone:
+      return "none";
+    case XidImpact::kDegraded:
+      return "degraded";
+    case XidImpact::kFault:
+      return "fault";
+  }
+  return "degraded";
+}
+
+std::string_view CategoryWord(CauseClass c) {
+  switch (c) {
+    case CauseClass::kApplication:
+      return "application";
+    case CauseClass::kDriver:
+    case CauseClass::kFirmware:
+      return "driver";
+    case CauseClass::kMemory:
+      return "memory";
+    case CauseClass::kBus:
+      return "bus";
+    case CauseClass::kThermalPower:
+      return "power";
+    case CauseClass::kNvlink:
+      return "nvlink";
+    case CauseClass::kInformational:
+    case CauseClass::kUnknown:
+      return "hardware";
+  }
+  return "hardware";
 }
 
 std::string_view ActorName(Actor a) {

@@ -17,6 +17,10 @@ constexpr unsigned kTableCodes[] = {8,   13,  31,  32,  38,  43,  45,  48,  56, 
 constexpr unsigned kOtherCodes[] = {46,  54,  110, 136, 137, 151, 155, 156, 157, 158, 159, 160, 161,
                                     162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173};
 
+// Codes of NVIDIA's legacy listing that gpuwarden's diagnosis table had on its
+// own before the two tables became this one catalog.
+constexpr unsigned kLegacyCodes[] = {39, 42, 58, 60, 67, 73, 78};
+
 TEST(KmsgXidCatalog, EveryCodeOfPartBIsPresent) {
   for (unsigned c : kTableCodes) {
     const XidInfo x = LookupXid(c);
@@ -24,7 +28,9 @@ TEST(KmsgXidCatalog, EveryCodeOfPartBIsPresent) {
     EXPECT_FALSE(x.mnemonic.empty()) << c;
   }
   for (unsigned c : kOtherCodes) EXPECT_TRUE(LookupXid(c).known) << c;
-  EXPECT_EQ(XidCatalog().size(), std::size(kTableCodes) + std::size(kOtherCodes));
+  for (unsigned c : kLegacyCodes) EXPECT_TRUE(LookupXid(c).known) << c;
+  EXPECT_EQ(XidCatalog().size(),
+            std::size(kTableCodes) + std::size(kOtherCodes) + std::size(kLegacyCodes));
 }
 
 TEST(KmsgXidCatalog, EveryEntryIsComplete) {
@@ -50,6 +56,59 @@ TEST(KmsgXidCatalog, EveryEntryIsComplete) {
     if (x.reboot_recoverable) {
       EXPECT_NE(x.action, XidAction::kIgnore);
     }
+  }
+}
+
+// Every code: its impact follows NVIDIA's action and containment, and its
+// cause maps to a finding category.
+TEST(KmsgXidCatalog, ImpactFollowsTheActionForEveryCode) {
+  for (const XidInfo& x : XidCatalog()) {
+    SCOPED_TRACE(x.code);
+    EXPECT_NE(CategoryWord(x.cause), "");
+    if (x.cause == CauseClass::kApplication) {
+      EXPECT_EQ(x.impact, XidImpact::kNone);
+      EXPECT_EQ(CategoryWord(x.cause), "application");
+      continue;
+    }
+    if (x.code == 94) {  // The one explicit exception: contained, restart the app.
+      EXPECT_EQ(x.impact, XidImpact::kDegraded);
+      continue;
+    }
+    EXPECT_EQ(x.impact, ImpactOf(x.cause, x.action, x.hardware_fault));
+    switch (x.action) {
+      case XidAction::kIgnore:
+        EXPECT_EQ(x.impact, XidImpact::kNone);
+        break;
+      case XidAction::kResetGpu:
+      case XidAction::kRebootNode:
+      case XidAction::kDrain:
+        if (x.cause != CauseClass::kInformational) {
+          EXPECT_EQ(x.impact, XidImpact::kFault);
+        }
+        break;
+      default:
+        break;
+    }
+    // What hardware breaks by itself is never "nothing to do".
+    if (x.hardware_fault) {
+      EXPECT_NE(x.impact, XidImpact::kNone);
+    }
+  }
+  EXPECT_EQ(LookupXid(94).impact, XidImpact::kDegraded);
+  EXPECT_EQ(LookupXid(95).impact, XidImpact::kFault);
+  EXPECT_EQ(LookupXid(48).impact, XidImpact::kFault);
+  EXPECT_EQ(LookupXid(79).impact, XidImpact::kFault);
+  EXPECT_EQ(LookupXid(119).impact, XidImpact::kFault);
+  EXPECT_EQ(LookupXid(63).impact, XidImpact::kNone);
+  EXPECT_EQ(LookupXid(4242).impact, XidImpact::kDegraded);
+  EXPECT_EQ(CategoryWord(LookupXid(74).cause), "nvlink");
+  EXPECT_EQ(CategoryWord(LookupXid(119).cause), "driver");
+  EXPECT_EQ(CategoryWord(LookupXid(38).cause), "driver");
+  EXPECT_EQ(CategoryWord(LookupXid(79).cause), "bus");
+  EXPECT_EQ(CategoryWord(LookupXid(54).cause), "power");
+  EXPECT_EQ(CategoryWord(LookupXid(4242).cause), "hardware");
+  for (unsigned c : {48u, 63u, 64u, 92u, 94u, 95u, 140u}) {
+    EXPECT_EQ(CategoryWord(LookupXid(c).cause), "memory") << c;
   }
 }
 
@@ -137,6 +196,25 @@ TEST(KmsgXidAssess, Xid154RecoveryAction) {
             XidAction::kIgnore);
   EXPECT_FALSE(AssessXid(XidEvent(154, "garbled")).recovery_action);
   EXPECT_FALSE(AssessXid(XidEvent(79, "to 0x1")).recovery_action);
+}
+
+TEST(KmsgXidAssess, ImpactRefinedByTheText) {
+  EXPECT_EQ(AssessXid(XidEvent(154, "changed from 0x0 (None) to 0x4 (Drain and Reset)")).impact,
+            XidImpact::kFault);
+  EXPECT_EQ(AssessXid(XidEvent(154, "changed from 0x1 to 0x0 (None)")).impact, XidImpact::kNone);
+  EXPECT_EQ(AssessXid(XidEvent(154, "garbled")).impact, XidImpact::kDegraded);
+  EXPECT_EQ(AssessXid(XidEvent(145, "RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2)")).impact,
+            XidImpact::kNone);
+  EXPECT_EQ(AssessXid(XidEvent(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 09 (0x004525c6)")).impact,
+            XidImpact::kFault);
+  // Xid 45 stays the application's; the Xid it names is judged on its own line.
+  const auto a = AssessXid(XidEvent(45, "Ch 00000001 caused by previous Xid 149"));
+  EXPECT_EQ(a.impact, XidImpact::kNone);
+  EXPECT_EQ(a.cause, CauseClass::kApplication);
+  EXPECT_EQ(AssessXid(XidEvent(94, "Contained: SM (0x1). RST: No, D-RST: No")).impact,
+            XidImpact::kDegraded);
+  EXPECT_EQ(AssessXid(XidEvent(95, "Uncontained: LTC TAG (0x2,0x1). RST: Yes")).impact,
+            XidImpact::kFault);
 }
 
 TEST(KmsgXidNames, StableWords) {

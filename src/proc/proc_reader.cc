@@ -314,6 +314,29 @@ Result<std::vector<pid_t>> ProcReader::ListPids() {
   return pids;
 }
 
+Result<std::vector<std::string>> ProcReader::ListDriverGpus() {
+  const std::string dir = proc_root_ + "/driver/nvidia/gpus";
+  Fd gpus(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (gpus.get() < 0) {
+    return MakeError("unavailable", "cannot list " + dir + ": " + std::strerror(errno));
+  }
+  constexpr size_t kDentsSize = 8 * 1024;
+  std::unique_ptr<char[]> dents(new char[kDentsSize]);
+  std::vector<std::string> out;
+  const int err = ForEachDirent(gpus.get(), dents.get(), kDentsSize, false, [&](const char* name) {
+    // "0000:3b:00.0": hex digits, ':' and '.', nothing else is a GPU entry.
+    const std::string_view n(name);
+    const bool pci = n.size() >= 7 && n.size() <= 16 &&
+                     n.find_first_not_of("0123456789abcdefABCDEF:.") == std::string_view::npos &&
+                     n.find(':') != std::string_view::npos;
+    if (pci) out.emplace_back(n);
+    return true;
+  });
+  if (err != 0) return MakeError("unavailable", "cannot list " + dir + ": " + std::strerror(err));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, HolderScanStats* stats) {
   std::string want = match.dir;
   while (want.size() > 1 && want.back() == '/') want.pop_back();

@@ -12,6 +12,7 @@
 //   ListPids           every PID (for a process table: trees, runs).
 //   ScanDeviceHolders  the `fuser -v /dev/nvidia*` view: every process that
 //                      holds a matching device file open, with the paths.
+//   ListDriverGpus     the GPUs the kernel driver probed (/proc/driver/nvidia/gpus).
 //
 // Caveat for callers: reading /proc/PID/cmdline (and maps) takes the target's
 // memory-map lock, so a process wedged in the driver while holding that lock
@@ -93,6 +94,11 @@ class ProcReader {
   // root itself cannot be listed.
   Result<HolderMap> ScanDeviceHolders(const DeviceMatch& match = {},
                                       HolderScanStats* stats = nullptr);
+
+  // The GPUs the NVIDIA kernel driver has probed: the entry names of
+  // <root>/driver/nvidia/gpus ("0000:3b:00.0"), sorted. Error "unavailable"
+  // when the directory cannot be listed (no driver loaded).
+  Result<std::vector<std::string>> ListDriverGpus();
 
   const std::string& proc_root() const { return proc_root_; }
 

@@ -66,6 +66,20 @@ std::optional<std::string> PasswdName(uid_t uid) {
   return std::string(pw->pw_name);
 }
 
+// The GPUs the driver probed, as /proc/driver/nvidia/gpus names them.
+TEST(ProcReaderFake, ListsTheDriversGpus) {
+  TempTree t;
+  ProcReader none(t.root());
+  EXPECT_FALSE(none.ListDriverGpus().ok());  // No driver loaded.
+  t.Write("driver/nvidia/gpus/0000:3b:00.0/information", "Model: NVIDIA H100\n");
+  t.Write("driver/nvidia/gpus/0000:18:00.0/information", "Model: NVIDIA H100\n");
+  t.Write("driver/nvidia/gpus/README", "not a GPU\n");
+  ProcReader reader(t.root());
+  auto gpus = reader.ListDriverGpus();
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(*gpus, (std::vector<std::string>{"0000:18:00.0", "0000:3b:00.0"}));
+}
+
 TEST(ProcReaderFake, ReadsEveryField) {
   TempTree t;
   WriteProcStat(t);

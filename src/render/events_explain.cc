@@ -78,6 +78,10 @@ constexpr KindText kKinds[] = {
      "Install a driver branch that supports the GPU.", "update the driver", "admin", false},
     {kmsg::kKindBoot, "boot", "The system booted.", "Nothing to do.", "nothing to do", "admin",
      false},
+    {kmsg::kKindDriverLoad, "driver loaded",
+     "The NVIDIA kernel module was loaded and initialised the GPUs again; `why` treats the events "
+     "before it as history.",
+     "Nothing to do.", "nothing to do", "admin", false},
 };
 
 }  // namespace

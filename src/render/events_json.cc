@@ -22,6 +22,9 @@ json XidInfoJson(const kmsg::KernelEvent& ev) {
               {"mnemonic", a.info.mnemonic.empty() ? json(nullptr) : json(a.info.mnemonic)},
               {"meaning", a.info.meaning},
               {"cause_class", kmsg::CauseClassName(a.info.cause)},
+              // As `why` files it: findings[].category and the verdict while current.
+              {"category", kmsg::CategoryWord(a.cause)},
+              {"impact", kmsg::XidImpactName(a.impact)},
               {"action", kmsg::XidActionName(a.recovery_action.value_or(a.info.action))},
               {"actor", kmsg::ActorName(a.info.actor)},
               {"hardware", a.info.hardware_fault},

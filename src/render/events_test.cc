@@ -108,6 +108,29 @@ TEST(EventsText, OtherKindsAndBoots) {
             std::string::npos);
 }
 
+// `events` and `why` explain an Xid with the one catalog: the JSON carries the
+// category and the verdict `why` files it under.
+TEST(EventsJson, XidInfoCarriesCategoryAndImpact) {
+  std::string out;
+  render::WriteEventsJson({Xid(94, "00000000:5D:00.0"), Xid(119, "00000000:5D:00.0")}, Context(),
+                          false, [&](std::string_view piece) { out.append(piece); });
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["events"].size(), 2u);
+  EXPECT_EQ(j["events"][0]["xid_info"]["category"], "memory");
+  EXPECT_EQ(j["events"][0]["xid_info"]["impact"], "degraded");
+  EXPECT_EQ(j["events"][1]["xid_info"]["category"], "driver");
+  EXPECT_EQ(j["events"][1]["xid_info"]["impact"], "fault");
+}
+
+TEST(EventsText, DriverLoadIsExplained) {
+  KernelEvent load;
+  load.kind = kmsg::kKindDriverLoad;
+  load.monotonic_s = 5.0;
+  const std::string out = RenderEventsText({load}, Context(), false, 200);
+  EXPECT_NE(out.find("driver loaded"), std::string::npos) << out;
+  EXPECT_EQ(out.find("does not explain"), std::string::npos) << out;
+}
+
 TEST(EventsText, HostileTextColourAndWidth) {
   KernelEvent ev = Xid(13, "00000000:19:00.0\x1b[2J");
   ev.pid = 7;

@@ -126,7 +126,9 @@ Result<std::string> RenderExplain(std::string_view code, bool color) {
   emit(StyledLine()
            .Add(fmt::format("severity {} · category {} · verdict ",
                             diagnose::SeverityName(spec->severity),
-                            diagnose::CategoryName(spec->category)))
+                            spec->category_source == diagnose::CategorySource::kXidCause
+                                ? std::string("by the Xid's cause")
+                                : std::string(diagnose::CategoryName(spec->category))))
            .Add(verdict, VerdictTone(spec->implies)));
   wrap(fmt::format("who acts: {}", WhoActs(spec->actor)), "");
   const std::vector<std::string_view> paragraphs = Paragraphs(spec->explanation);

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/snapshot.h"
-#include "diagnose/kernel_event.h"
 #include "diagnose/rules.h"
+#include "kmsg/kernel_event.h"
 #include "watch/model.h"
 
 namespace gw::watch {
@@ -35,7 +35,7 @@ struct ProbeSources {
   std::function<int()> driver_calls_in_flight;
   // Kernel-log events for the diagnosis (Xids); empty: none. Called at the
   // first round and then every `kernel_log_every_ms`.
-  std::function<std::vector<diagnose::KernelEvent>()> kernel_events;
+  std::function<std::vector<kmsg::KernelEvent>()> kernel_events;
   // Wall clock, Unix ms.
   std::function<int64_t()> now_unix_ms;
 };
@@ -56,7 +56,7 @@ class WatchProbe {
   ProbeSources src_;
   ProbeSettings settings_;
   std::vector<Snapshot> window_;  // Oldest first, at most settings_.window.
-  std::vector<diagnose::KernelEvent> events_;
+  std::vector<kmsg::KernelEvent> events_;
   int64_t events_read_ms_ = -1;
   bool stuck_ = false;  // The last look hit its deadline.
   int64_t stuck_since_ms_ = 0;

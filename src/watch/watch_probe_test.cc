@@ -42,7 +42,7 @@ struct Fakes {
     s.driver_calls_in_flight = [this] { return in_flight; };
     s.kernel_events = [this] {
       ++kernel_reads;
-      return std::vector<diagnose::KernelEvent>{};
+      return std::vector<kmsg::KernelEvent>{};
     };
     s.now_unix_ms = [this] { return now; };
     return s;

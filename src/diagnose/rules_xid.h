@@ -1,0 +1,26 @@
+// The kernel-log rule's mapping from the Xid catalog (kmsg/xid_catalog.h) to
+// findings, exposed for the catalog tests. Pure.
+#ifndef GPUWARDEN_DIAGNOSE_RULES_XID_H_
+#define GPUWARDEN_DIAGNOSE_RULES_XID_H_
+
+#include <string_view>
+
+#include "diagnose/finding.h"
+#include "kmsg/xid_catalog.h"
+
+namespace gw::diagnose {
+
+// The finding category of an Xid's cause (CategorySource::kXidCause):
+// application; driver for driver and GSP / firmware; memory; bus; power for
+// thermal and power; nvlink; hardware for informational and unknown causes.
+// CategoryName(XidCategory(c)) == kmsg::CategoryWord(c).
+Category XidCategory(kmsg::CauseClass cause);
+
+// The code of a finding about a current Xid: XID_APPLICATION for the
+// application's Xids, else by impact: kFault -> XID_FATAL, kDegraded ->
+// XID_WARNING, kNone -> XID_OTHER.
+std::string_view XidFindingCode(kmsg::CauseClass cause, kmsg::XidImpact impact);
+
+}  // namespace gw::diagnose
+
+#endif  // GPUWARDEN_DIAGNOSE_RULES_XID_H_
