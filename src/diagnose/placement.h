@@ -23,7 +23,6 @@
 
 namespace gw::diagnose {
 
-
 // A GPU's room for new work.
 struct GpuRoom {
   unsigned index = 0;

@@ -219,7 +219,6 @@ TEST(UnhealthyGpusTest, HardwareFindingsOfDegradedOrWorse) {
       finding("VRAM_EXHAUSTED", Category::kShortage, Verdict::kBusy, 2),
       finding("IDLE_HOLDER", Category::kHolder, Verdict::kReclaimable, 3),
       finding("MIG_ENABLED", Category::kConfiguration, Verdict::kDegraded, 4),
-      finding("XID_APPLICATION", Category::kApplication, Verdict::kFault, 5),
       finding("PCIE_REPLAY_RATE", Category::kBus, Verdict::kOk, 6),
   };
   const std::map<unsigned, std::string> unfit = UnhealthyGpus(findings);

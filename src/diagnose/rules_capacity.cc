@@ -69,10 +69,11 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
                            gpu.index, Pct(pct), FormatBytes(used), FormatBytes(total),
                            free ? FormatBytes(*free) : std::string("?"),
                            FormatBytes(FullMarkFreeBytes(total, o)))
-             : fmt::format("GPU {} has {} free, less than the {} per GPU you need and the {} "
-                           "kept free",
-                           gpu.index, FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu),
-                           FormatBytes(placement::kDefaultMarginBytes));
+             : fmt::format(
+                   "GPU {} has {} free, less than the {} per GPU you need and the {} "
+                   "kept free",
+                   gpu.index, FormatBytes(*free), FormatBytes(o.need->bytes_per_gpu),
+                   FormatBytes(placement::kDefaultMarginBytes));
     Finding f = MakeFinding("VRAM_EXHAUSTED", {gpu.index}, {}, std::move(message), Gib(used));
     f.evidence.push_back(NumberEvidence(
         "used", static_cast<double>(used), "bytes",
@@ -176,8 +177,7 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   if (rooms.empty()) {
     Finding f = MakeFinding(
         "NEED_UNCHECKED", {}, {},
-        fmt::format("Your need {} cannot be checked: no GPU could be read", need_text),
-        wanted_gib);
+        fmt::format("Your need {} cannot be checked: no GPU could be read", need_text), wanted_gib);
     f.evidence.push_back(TextEvidence("need", need_text));
     StepValues values;
     values.need = need_text;

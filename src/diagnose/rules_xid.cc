@@ -229,6 +229,13 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     if (e.kind == kmsg::kKindXid && e.xid) {
       inc.xid = *e.xid;
       inc.assessment = kmsg::AssessXid(e);
+      if (inc.assessment.attributed_xid != inc.assessment.xid) {
+        // Xid 45 "caused by previous Xid N": the driver cleaning up after N,
+        // not an application fault. It is counted with N's cause; the N line
+        // is judged on its own.
+        inc.assessment.cause = inc.assessment.info.cause;
+        inc.assessment.impact = kmsg::XidImpact::kNone;
+      }
     } else if (e.kind == kmsg::kKindFallenOffBus) {
       bool part_of_xid = false;
       for (size_t j = i >= 3 ? i - 3 : 0; j < std::min(events.size(), i + 4) && !part_of_xid; ++j) {

@@ -336,9 +336,8 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
                                   internal::FullMarkFreeBytes(*gpu.memory.total_bytes, options);
           (clears ? reclaimable : genuine) = true;
         }
-        const uint64_t wanted = options.need ? options.need->bytes_per_gpu +
-                                                   placement::kDefaultMarginBytes
-                                             : 0;
+        const uint64_t wanted =
+            options.need ? options.need->bytes_per_gpu + placement::kDefaultMarginBytes : 0;
         if (options.need && free < wanted) {
           short_of_need = true;
           need_reclaimable = free + v.reclaimable_bytes >= wanted;

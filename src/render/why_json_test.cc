@@ -29,7 +29,7 @@ TEST(WhyJson, TopLevelShape) {
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["verdict"], "FAULT");
   EXPECT_EQ(j["summary"], BusyDiagnosis().summary);
-  EXPECT_EQ(j["window"], (json{{"samples", 5}, {"seconds", 4.5}}));
+  EXPECT_EQ(j["window"], (json{{"samples", 5}, {"seconds", 4.5}, {"offline", false}}));
   EXPECT_EQ(j["kernel_log"]["sources"], json::array({"kmsg"}));
   EXPECT_TRUE(j["need"].is_null());
   ASSERT_EQ(j["errors"].size(), 1u);
@@ -83,8 +83,14 @@ TEST(WhyJson, GpusCarryIdentityVerdictAndTheirFindings) {
 
 TEST(WhyJson, UnknownIsNull) {
   diagnose::Diagnosis d = BusyDiagnosis();
-  d.gpus.push_back({9, diagnose::Verdict::kUnknown, "GPU 9 UNKNOWN — no data", {}, 0,
-                    diagnose::GpuState::kUnknown, std::nullopt, std::nullopt});
+  d.gpus.push_back({9,
+                    diagnose::Verdict::kUnknown,
+                    "GPU 9 UNKNOWN — no data",
+                    {},
+                    0,
+                    diagnose::GpuState::kUnknown,
+                    std::nullopt,
+                    std::nullopt});
   d.users[0].vram_bytes = 0;
   d.users[0].memory_unknown = 1;
   Snapshot s = BusyBox();

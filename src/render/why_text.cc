@@ -201,9 +201,7 @@ class WhyRenderer {
       parts.push_back("offline: nvidia-smi dump " + (s_.source_detail.empty()
                                                          ? std::string("(unnamed)")
                                                          : SanitizeForTerminal(s_.source_detail)));
-      parts.push_back(
-          "judged from its one sample (what a window would show, e.g. an idle holder, is not "
-          "claimed)");
+      parts.push_back("judged from its one sample (idleness needs a window: not claimed)");
     } else {
       if (s_.source == SnapshotSource::kSimulated) {
         parts.push_back("SIMULATED server (scenario " +

@@ -140,7 +140,8 @@ TEST(WhyText, FooterSaysWhatWasLookedAt) {
   dump.source_detail = "node07.xml";
   const std::string offline = RenderWhyText(BusyDiagnosis(), dump, {});
   Pos(offline, "offline: nvidia-smi dump node07.xml");
-  EXPECT_EQ(offline.find("judged from"), std::string::npos);
+  // One sample from a dump is judged as such, and the footer says so.
+  Pos(offline, "judged from its one sample");
 }
 
 TEST(WhyText, HostileTextIsSanitised) {
