@@ -14,19 +14,8 @@ namespace {
 using fixtures::HealthyServer;
 
 Finding Make(const std::string& code, std::vector<unsigned> gpus, std::string message = "m") {
-  Finding f;
-  f.code = code;
-  const FindingSpec* spec = FindSpec(code);
-  EXPECT_NE(spec, nullptr) << code;
-  if (spec != nullptr) {
-    f.severity = spec->severity;
-    f.category = spec->category;
-    f.implies = spec->implies;
-    f.actor = spec->actor;
-  }
-  f.gpus = std::move(gpus);
-  f.message = std::move(message);
-  return f;
+  EXPECT_NE(FindSpec(code), nullptr) << code;
+  return fixtures::CatalogFinding(code, std::move(gpus), std::move(message));
 }
 
 Gpu* At(Snapshot& s, unsigned index) {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/snapshot.h"
+#include "diagnose/catalog.h"
 #include "diagnose/finding.h"
 #include "diagnose/rules.h"
 
@@ -200,6 +201,23 @@ inline std::vector<std::string> Codes(std::span<const Finding> findings) {
   std::vector<std::string> out;
   for (const Finding& f : findings) out.push_back(f.code);
   return out;
+}
+
+// A finding of `code` with the catalog's fixed fields (severity, category,
+// verdict, who acts); the fields stay default for a code the catalog lacks.
+inline Finding CatalogFinding(const std::string& code, std::vector<unsigned> gpus,
+                              std::string message) {
+  Finding f;
+  f.code = code;
+  if (const FindingSpec* spec = FindSpec(code)) {
+    f.severity = spec->severity;
+    f.category = spec->category;
+    f.implies = spec->implies;
+    f.actor = spec->actor;
+  }
+  f.gpus = std::move(gpus);
+  f.message = std::move(message);
+  return f;
 }
 
 }  // namespace gw::diagnose::fixtures

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "diagnose/catalog.h"
+#include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
 #include "render/test_snapshots.h"
 
@@ -15,17 +16,7 @@ namespace gw::render::testing {
 // A finding with the catalog's fixed fields for `code`.
 inline diagnose::Finding MakeFinding(const std::string& code, std::vector<unsigned> gpus,
                                      std::string message) {
-  diagnose::Finding f;
-  f.code = code;
-  if (const diagnose::FindingSpec* spec = diagnose::FindSpec(code)) {
-    f.severity = spec->severity;
-    f.category = spec->category;
-    f.implies = spec->implies;
-    f.actor = spec->actor;
-  }
-  f.gpus = std::move(gpus);
-  f.message = std::move(message);
-  return f;
+  return diagnose::fixtures::CatalogFinding(code, std::move(gpus), std::move(message));
 }
 
 // BusyBox() judged: GPU 0 BUSY (VRAM_EXHAUSTED, IDLE_HOLDER by bob 1002),

@@ -74,6 +74,18 @@ inline std::string NowSecondsString() {
   return std::to_string(duration<double>(system_clock::now().time_since_epoch()).count());
 }
 
+// Options for running gpuwarden against the simulator: the simulated library
+// (GPUWARDEN_NVML_LIB unset: the build's), the simulation clock starting now,
+// and no CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER from the test's environment.
+inline RunOptions SimOptions() {
+  RunOptions o;
+  o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
+  o.env["GPUWARDEN_SIM_START"] = NowSecondsString();
+  o.env["CUDA_VISIBLE_DEVICES"] = std::nullopt;
+  o.env["CUDA_DEVICE_ORDER"] = std::nullopt;
+  return o;
+}
+
 inline std::vector<std::string> Gpuwarden(std::vector<std::string> args) {
   args.insert(args.begin(), GpuwardenBinary());
   return args;

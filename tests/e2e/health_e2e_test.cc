@@ -20,15 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-RunOptions SimOptions() {
-  RunOptions o;
-  o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
-  o.env["GPUWARDEN_SIM_START"] = NowSecondsString();
-  o.env["CUDA_VISIBLE_DEVICES"] = std::nullopt;
-  o.env["CUDA_DEVICE_ORDER"] = std::nullopt;
-  return o;
-}
-
 json Parse(const RunResult& r) {
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out << r.err;

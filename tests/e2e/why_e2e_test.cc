@@ -21,15 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-RunOptions SimOptions() {
-  RunOptions o;
-  o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
-  o.env["GPUWARDEN_SIM_START"] = NowSecondsString();
-  o.env["CUDA_VISIBLE_DEVICES"] = std::nullopt;
-  o.env["CUDA_DEVICE_ORDER"] = std::nullopt;
-  return o;
-}
-
 std::set<std::string> Codes(const json& why) {
   std::set<std::string> codes;
   for (const json& c : why["all_findings_ranked"]) codes.insert(c.get<std::string>());
