@@ -167,6 +167,7 @@ Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
     if (gpu.memory.total_bytes) everything[gpu.index] = *gpu.memory.total_bytes;
     all.insert(gpu.index);
   }
+  // CollectRooms gives every GPU of the snapshot a room (unreadable ones blocked).
   std::vector<GpuRoom> empty = CollectRooms(latest, everything, all, ranked);
   for (GpuRoom& room : empty) {
     for (const GpuVerdict& g : gpus) {
@@ -179,14 +180,6 @@ Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
           worst_verdict = g.verdict;
         }
       }
-    }
-  }
-  for (const GpuVerdict& g : gpus) {
-    const bool has_room = std::any_of(empty.begin(), empty.end(),
-                                      [&](const GpuRoom& r) { return r.index == g.index; });
-    if (!has_room && g.state == GpuState::kUnknown && VerdictRank(g.verdict) > worst_unusable) {
-      worst_unusable = VerdictRank(g.verdict);
-      worst_verdict = g.verdict;
     }
   }
   const Placement p = PlaceNeed(need, empty, latest.topology);
