@@ -831,6 +831,17 @@ TEST(KillE2e, PidReusedBetweenPlanAndSignalIsNotSignalled) {
 
   // Between the plan and the answer the target ends and its PID is reused.
   const auto planned_start = ProcessStartTicks(pid);
+  ASSERT_TRUE(planned_start);
+  // A process's identity is its start time in clock ticks: the impostor must
+  // start in a later tick than the target, or nothing could tell them apart.
+  // The whole run can take less than one tick, so wait for the clock.
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream uptime("/proc/uptime");
+    double seconds = 0;
+    if ((uptime >> seconds) && seconds * tick > static_cast<double>(*planned_start) + 1) break;
+    usleep(1000);
+  }
   target.reset();  // Killed and reaped.
   std::string why_not;
   std::unique_ptr<TestChild> impostor = StartWithPid(pid, &why_not);
