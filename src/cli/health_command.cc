@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/exit_codes.h"
+#include "cli/judge.h"
 #include "cli/terminal.h"
 #include "cli/why_command.h"
 #include "diagnose/health.h"
@@ -21,17 +22,8 @@ void Print(const std::string& text) {
 }  // namespace
 
 int HealthExitCode(diagnose::Health health) {
-  switch (health) {
-    case diagnose::Health::kHealthy:
-      return kExitOk;
-    case diagnose::Health::kDegraded:
-      return kExitVerdictDegraded;
-    case diagnose::Health::kFailed:
-      return kExitVerdictFault;
-    case diagnose::Health::kUnknown:
-      return kExitVerdictUnknown;
-  }
-  return kExitVerdictUnknown;
+  // One mapping of verdicts to exit codes: healthy 0, degraded 12, failed 13, unknown 14.
+  return VerdictExitCode(diagnose::VerdictOfHealth(health));
 }
 
 int RunHealth(const GlobalOptions& global, const HealthArgs& args) {
