@@ -3,21 +3,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "diagnose/rule_context.h"
+
 namespace gw::diagnose {
 namespace {
 
 Health Worse(Health a, Health b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
-bool About(const Finding& f, unsigned gpu) {
-  return std::find(f.gpus.begin(), f.gpus.end(), gpu) != f.gpus.end();
-}
-
-// Nothing that tells what the GPU is doing was read: the probe gave up on it
-// before the first value, or the library answers nothing for it.
-bool NothingRead(const Gpu& gpu) {
-  return !gpu.memory.total_bytes && !gpu.memory.used_bytes && !gpu.utilization_gpu_pct &&
-         !gpu.temperature_c;
-}
+using internal::About;
+using internal::NothingRead;
 
 }  // namespace
 

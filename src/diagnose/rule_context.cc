@@ -322,6 +322,15 @@ bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptio
   return known > 0;
 }
 
+bool NothingRead(const Gpu& gpu) {
+  return !gpu.memory.total_bytes && !gpu.memory.used_bytes && !gpu.utilization_gpu_pct &&
+         !gpu.temperature_c;
+}
+
+bool About(const Finding& finding, unsigned gpu) {
+  return std::find(finding.gpus.begin(), finding.gpus.end(), gpu) != finding.gpus.end();
+}
+
 bool ExclusiveMode(const Gpu& gpu) {
   return gpu.compute_mode && (*gpu.compute_mode == ComputeMode::kExclusiveProcess ||
                               *gpu.compute_mode == ComputeMode::kExclusiveThread);

@@ -131,6 +131,12 @@ bool MemoryEssentiallyFree(const Gpu& gpu, const DiagnoseOptions& options);
 // Utilisation >= saturated_util_pct in every sample where it is known (and
 // known in at least one).
 bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptions& options);
+// Nothing that tells what the GPU is doing was read (no memory, utilisation
+// or temperature): the probe gave up on it before the first value, or the
+// library answers nothing for it.
+bool NothingRead(const Gpu& gpu);
+// The finding names `gpu` among its GPUs.
+bool About(const Finding& finding, unsigned gpu);
 bool ExclusiveMode(const Gpu& gpu);
 bool HasComputeProcess(const Gpu& gpu);
 // Processes known as reparented to init or a subreaper while still in their

@@ -20,9 +20,7 @@ using internal::Pct;
 using internal::UsedPct;
 using internal::UserText;
 
-bool About(const Finding& f, unsigned gpu) {
-  return std::find(f.gpus.begin(), f.gpus.end(), gpu) != f.gpus.end();
-}
+using internal::About;
 
 // Holder findings whose memory could be given back without hurting work.
 bool IsReclaimableHolder(const Finding& f) {
@@ -351,13 +349,12 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
         2 * v.reclaimable_bytes >= *gpu.memory.total_bytes) {
       reclaimable = true;
     }
-    const bool no_data = !gpu.unreachable && !gpu.memory.total_bytes && !gpu.utilization_gpu_pct &&
-                         !gpu.temperature_c;
     if (worst == VerdictRank(Verdict::kFault)) {
       v.state = GpuState::kFault;
     } else if (worst == VerdictRank(Verdict::kDegraded)) {
       v.state = GpuState::kDegraded;
-    } else if (gpu.unreachable || no_data || worst == VerdictRank(Verdict::kUnknown)) {
+    } else if (gpu.unreachable || internal::NothingRead(gpu) ||
+               worst == VerdictRank(Verdict::kUnknown)) {
       v.state = GpuState::kUnknown;
     } else if (genuine) {
       v.state = GpuState::kBusy;
