@@ -10,12 +10,12 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
                                   const std::map<unsigned, uint64_t>& extra_free,
                                   const std::set<unsigned>& exclusive_freed,
                                   std::span<const Finding> findings) {
-  const std::map<unsigned, std::string> unfit = UnhealthyGpus(findings);
+  const std::map<unsigned, std::string> unhealthy = UnhealthyGpus(findings);
   std::vector<GpuRoom> rooms;
   rooms.reserve(snapshot.gpus.size());
   for (const Gpu& gpu : snapshot.gpus) {
     placement::GpuFacts facts = placement::FactsOf(gpu);
-    facts.healthy = !unfit.count(gpu.index);
+    facts.healthy = !unhealthy.count(gpu.index);
     const placement::Candidate c = placement::Assess(facts);
     GpuRoom room;
     room.index = c.index;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/placement.h"
 #include "diagnose/health.h"
+#include "diagnose/placement.h"
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
 #include "queue/policy.h"
@@ -276,10 +276,10 @@ TEST(PlacementCrossTest, UnhealthyGpuIsLeftOutOnBothSides) {
   GpuAt(s, 0)->ecc.volatile_uncorrected = 1;
   const diagnose::Diagnosis d =
       diagnose::Diagnose(std::span<const Snapshot>(&s, 1), diagnose::DiagnoseOptions{});
-  const std::map<unsigned, std::string> unfit = diagnose::UnhealthyGpus(d.findings);
-  ASSERT_EQ(unfit.count(0), 1u);
-  EXPECT_EQ(unfit.count(1), 0u);
-  const std::vector<queue::GpuState> states = queue::GpuStatesOf(s, unfit);
+  const std::map<unsigned, std::string> unhealthy = diagnose::UnhealthyGpus(d.findings);
+  ASSERT_EQ(unhealthy.count(0), 1u);
+  EXPECT_EQ(unhealthy.count(1), 0u);
+  const std::vector<queue::GpuState> states = queue::GpuStatesOf(s, unhealthy);
   EXPECT_FALSE(states[0].healthy);
   EXPECT_THAT(states[0].unhealthy_reason, ::testing::HasSubstr("ECC"));
   const diagnose::NeedRequest need{.gpus = 1, .bytes_per_gpu = 10 * kGiB, .nvlink = false};

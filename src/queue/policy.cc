@@ -1239,7 +1239,7 @@ class Pass {
 }  // namespace
 
 std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
-                                  const std::map<unsigned, std::string>& unfit,
+                                  const std::map<unsigned, std::string>& unhealthy,
                                   const std::set<pid_t>& queue_pids,
                                   const std::set<pid_t>& idle_pids) {
   std::vector<GpuState> out;
@@ -1263,7 +1263,7 @@ std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
     });
     if (g.unreachable) {
       st.unhealthy_reason = g.unreachable->message;
-    } else if (auto u = unfit.find(g.index); u != unfit.end()) {
+    } else if (auto u = unhealthy.find(g.index); u != unhealthy.end()) {
       st.healthy = false;
       st.unhealthy_reason = u->second;
     }

@@ -149,18 +149,18 @@ struct GpuState {
   bool mig = false;                         // MIG mode on -> not used.
   std::optional<ComputeMode> compute_mode;  // PROHIBITED -> not used; EXCLUSIVE: one job.
   bool compute_process = false;  // A compute process not from the queue (EXCLUSIVE: taken).
-  bool healthy = true;           // diagnose::UnhealthyGpus() of the diagnosis; unhealthy -> not used.
-  std::string unhealthy_reason;  // Why unhealthy or unreachable.
+  bool healthy = true;  // diagnose::UnhealthyGpus() of the diagnosis; unhealthy -> not used.
+  std::string unhealthy_reason;             // Why unhealthy or unreachable.
   std::map<pid_t, uint64_t> process_bytes;  // NVML per-process usage on this GPU.
   std::vector<GpuHolder> holders;           // Processes not from the queue, biggest first.
 };
 
 // The GPUs of `snapshot` as the policy sees them (what gpuwardend passes to
-// Schedule()). `unfit`: GPU index -> why the diagnosis finds it unfit for new
-// work (diagnose::UnhealthyGpus()); `queue_pids`: the queue's own processes (not
+// Schedule()). `unhealthy`: GPU index -> why the diagnosis finds it unfit for
+// new work (diagnose::UnhealthyGpus()); `queue_pids`: the queue's own processes (not
 // holders); `idle_pids`: holders known to be idle (their age is shown).
 std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
-                                  const std::map<unsigned, std::string>& unfit,
+                                  const std::map<unsigned, std::string>& unhealthy,
                                   const std::set<pid_t>& queue_pids = {},
                                   const std::set<pid_t>& idle_pids = {});
 
