@@ -202,33 +202,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// The process's name (/proc/PID/comm): "sleep" once a shell has exec'd it.
-std::string CommOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(in, comm);
-  return comm;
-}
-
-// Children of `parent` (scanning /proc: no dependency on CONFIG_PROC_CHILDREN).
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0;
-    if (rest >> state >> ppid && ppid == parent) out.push_back(std::stoi(name));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The checks every non-dry run of clean/kill shares.
 void ExpectWellFormed(const json& out, const char* command) {
   EXPECT_EQ(out.value("schema", ""), "gpuwarden.clean");
@@ -521,19 +494,9 @@ TEST(CleanE2e, OrphanIsStoppedWithTheOtherWorkersItsLauncherLeftBehind) {
 
 TEST(CleanE2e, ZombieHolderIsReapedByStoppingItsParent) {
   Workspace ws;
-  const std::string pid_file = ws.path() + "/zombie.pid";
-  // The shell forks a short-lived child, then becomes `sleep`, which never
-  // reaps it: the child stays a zombie of the sleep.
-  TestChild parent(
-      {"/bin/sh", "-c", "/bin/sleep 0 & echo $! > \"$0\"; exec /bin/sleep 300", pid_file});
-  pid_t zombie = 0;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        std::ifstream in(pid_file);
-        return in >> zombie && ProcessStateOf(zombie) == 'Z' && CommOf(parent.pid()) == "sleep";
-      },
-      kExitTimeoutS))
-      << "no zombie appeared";
+  ZombieParent parent(kExitTimeoutS);
+  const pid_t zombie = parent.zombie();
+  ASSERT_GT(zombie, 0) << "no zombie appeared";
   GwRun run = Gw(CleanArgs("zombie-holder.json", ws, {"--yes", "--json", "--settle", "1s"}),
                  SimOptions(ws, {{"GW_ZOMBIE_PID", zombie}}));
   SCOPED_TRACE(run.Trace());
@@ -560,16 +523,9 @@ TEST(CleanE2e, ZombieHolderIsReapedByStoppingItsParent) {
 
 TEST(CleanE2e, ZombiesMemoryThatStaysHeldIsReported) {
   Workspace ws;
-  const std::string pid_file = ws.path() + "/zombie.pid";
-  TestChild parent(
-      {"/bin/sh", "-c", "/bin/sleep 0 & echo $! > \"$0\"; exec /bin/sleep 300", pid_file});
-  pid_t zombie = 0;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        std::ifstream in(pid_file);
-        return in >> zombie && ProcessStateOf(zombie) == 'Z' && CommOf(parent.pid()) == "sleep";
-      },
-      kExitTimeoutS));
+  ZombieParent parent(kExitTimeoutS);
+  const pid_t zombie = parent.zombie();
+  ASSERT_GT(zombie, 0) << "no zombie appeared";
   GwRun run = Gw(CleanArgs("zombie-holder.json", ws, {"--yes", "--json", "--settle", "1s"}),
                  SimOptions(ws, {{"GW_ZOMBIE_PID", zombie}}));
   SCOPED_TRACE(run.Trace());

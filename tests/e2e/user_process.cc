@@ -9,8 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -213,6 +216,55 @@ bool WaitUntil(const std::function<bool()>& condition, double timeout_s) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+std::string CommOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(std::stoi(name));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+TestChild::Options WithOneShortLivedWorker() {
+  TestChild::Options o;
+  o.workers = {{"/bin/true"}};
+  return o;
+}
+}  // namespace
+
+ZombieParent::ZombieParent(double timeout_s)
+    : parent_({"/bin/sleep", "300"}, WithOneShortLivedWorker()) {
+  if (parent_.pid() <= 0) return;
+  WaitUntil(
+      [&] {
+        const std::vector<pid_t> children = ChildrenOf(parent_.pid());
+        if (children.size() != 1 || ProcessStateOf(children[0]) != 'Z' ||
+            CommOf(parent_.pid()) != "sleep") {
+          return false;
+        }
+        zombie_ = children[0];
+        return true;
+      },
+      timeout_s);
 }
 
 }  // namespace gw::test

@@ -89,6 +89,23 @@ class TestChild {
   std::optional<int> status_;
 };
 
+// A process with a zombie child it never reaps: /bin/sleep started with one
+// worker, /bin/true, that exits at once. No shell is involved (a shell may
+// reap its background child before it execs), so the zombie stays until the
+// sleep ends. The constructor waits up to timeout_s for it: zombie() is 0 when
+// it did not appear.
+class ZombieParent {
+ public:
+  explicit ZombieParent(double timeout_s);
+  pid_t pid() const { return parent_.pid(); }
+  pid_t zombie() const { return zombie_; }
+  std::optional<int> WaitForExit(double timeout_s) { return parent_.WaitForExit(timeout_s); }
+
+ private:
+  TestChild parent_;
+  pid_t zombie_ = 0;
+};
+
 // /proc facts about any process.
 // The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), nullopt when there is no such process.
 std::optional<char> ProcessStateOf(pid_t pid);
@@ -98,6 +115,12 @@ bool ProcessAlive(pid_t pid);
 std::optional<unsigned long long> ProcessStartTicks(pid_t pid);
 // The real uid of the process (/proc/PID/status).
 std::optional<uid_t> ProcessUid(pid_t pid);
+
+// The process's name (/proc/PID/comm): "sleep" once a shell has exec'd it.
+std::string CommOf(pid_t pid);
+// Children of `parent`, ascending (scanning /proc: no dependency on
+// CONFIG_PROC_CHILDREN).
+std::vector<pid_t> ChildrenOf(pid_t parent);
 
 // Polls `condition` every 10 ms until it holds (true) or timeout_s passes (false).
 bool WaitUntil(const std::function<bool()>& condition, double timeout_s);

@@ -15,6 +15,7 @@
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
+#include "e2e/user_process.h"
 
 namespace gw::test {
 namespace {
@@ -202,21 +203,8 @@ TEST(WhyE2e, RealOrphanIsFound) {
 }
 
 TEST(WhyE2e, RealZombieHolderPointsAtItsParent) {
-  TempDir dir;
-  const std::string pid_file = dir.path() + "/zombie.pid";
-  // The shell forks a short-lived child, then becomes `sleep`, which never
-  // reaps it: the child stays a zombie of the sleep.
-  ChildProcess parent({"/bin/sh", "-c", "sleep 0 & echo $! > \"$0\"; exec sleep 300", pid_file});
-  pid_t zombie = 0;
-  for (int i = 0; i < 300 && zombie == 0; ++i) {
-    std::ifstream in(pid_file);
-    if (in >> zombie) {
-      std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
-      std::string s((std::istreambuf_iterator<char>(stat)), {});
-      if (s.find(") Z ") == std::string::npos) zombie = 0;
-    }
-    if (zombie == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ZombieParent parent(/*timeout_s=*/10);
+  const pid_t zombie = parent.zombie();
   ASSERT_GT(zombie, 0) << "no zombie appeared";
   RunOptions o = SimOptions();
   o.env["GW_ZOMBIE_PID"] = std::to_string(zombie);
