@@ -3,7 +3,8 @@
 //
 // MERGE(h-os): ProcReader gains `Result<StatFields> ReadStat(pid_t) const` on
 // branch h-os. At merge, ReadProcessStat(procs, pid) becomes
-// procs.ReadStat(pid) and this file goes away.
+// procs.ReadStat(pid) (process_stat.cc goes away; IsZombie stays here or
+// moves beside ProcessState in proc/proc_parse.h).
 #ifndef GPUWARDEN_QUEUE_PROCESS_STAT_H_
 #define GPUWARDEN_QUEUE_PROCESS_STAT_H_
 
