@@ -53,14 +53,20 @@ TEST(SpecJsonTest, RoundTripsArbitraryBytes) {
   EXPECT_EQ(back->grace_s, 2.5);
 }
 
-TEST(SpecJsonTest, MalformedSpecsAreRejected) {
-  EXPECT_EQ(SupervisorSpecFromJson("not json").error().code, "malformed");
-  EXPECT_EQ(SupervisorSpecFromJson("{}").error().code, "malformed");
+// The least spec that is valid.
+SupervisorSpec MinimalSpec() {
   SupervisorSpec s;
   s.argv = {"/bin/true"};
   s.cwd = "/";
   s.stdout_path = "/o";
   s.stderr_path = "/e";
+  return s;
+}
+
+TEST(SpecJsonTest, MalformedSpecsAreRejected) {
+  EXPECT_EQ(SupervisorSpecFromJson("not json").error().code, "malformed");
+  EXPECT_EQ(SupervisorSpecFromJson("{}").error().code, "malformed");
+  SupervisorSpec s = MinimalSpec();
   std::string text = SupervisorSpecToJson(s);
   ASSERT_TRUE(SupervisorSpecFromJson(text).ok());
   const std::string bad_b64 = std::string(text).replace(text.find("\"cwd_b64\":\"") + 11, 1, "!");
@@ -149,57 +155,51 @@ TEST_F(RunFilesTest, AbsentRecordsAreNulloptNotErrors) {
   ExpectAbsent(ReadExitRecord(dir_ + "/no-such-dir"));
 }
 
+// The reader's error for JOB_DIR/name, or nullopt when it read a record.
+template <typename T>
+std::optional<Error> ErrorOf(const Result<std::optional<T>>& r) {
+  if (r.ok()) return std::nullopt;
+  return r.error();
+}
+std::optional<Error> ReadByName(const std::string& dir, const std::string& name) {
+  if (name == "exit.json") return ErrorOf(ReadExitRecord(dir));
+  if (name == "pid") return ErrorOf(ReadPidRecord(dir));
+  if (name == "launched") return ErrorOf(ReadLaunchRecord(dir));
+  if (name == "stop") return ErrorOf(ReadStopRequest(dir));
+  return ErrorOf(ReadSupervisorSpec(dir));
+}
+
 TEST_F(RunFilesTest, MalformedRecordsAreErrorsNamingTheFileAndTheField) {
-  Write("exit.json", "{\"reason\":\"exit\"}");
-  Result<std::optional<ExitRecord>> exit = ReadExitRecord(dir_);
-  ASSERT_FALSE(exit.ok());
-  EXPECT_EQ(exit.error().code, "malformed");
-  EXPECT_EQ(exit.error().message, dir_ + "/exit.json: malformed: exit_code: missing");
-
-  Write("exit.json",
-        "{\"reason\":\"exit\",\"exit_code\":\"3\",\"signal\":null,"
-        "\"core_dumped\":false,\"start_unix_ms\":1,\"end_unix_ms\":2,\"detail\":\"\"}");
-  exit = ReadExitRecord(dir_);
-  ASSERT_FALSE(exit.ok());
-  EXPECT_THAT(exit.error().message, HasSubstr("exit.json: malformed: exit_code: not an integer"));
-
-  Write("exit.json", "{\"reason\":\"exit\",\"exit_code\":3");  // Cut short.
-  exit = ReadExitRecord(dir_);
-  ASSERT_FALSE(exit.ok());
-  EXPECT_EQ(exit.error().code, "malformed");
-  EXPECT_THAT(exit.error().message, HasSubstr("exit.json: malformed: not JSON"));
-
-  Write("pid", "{\"pid\":\"12\",\"start_ticks\":1,\"start_unix_ms\":1}");
-  Result<std::optional<PidRecord>> pid = ReadPidRecord(dir_);
-  ASSERT_FALSE(pid.ok());
-  EXPECT_EQ(pid.error().code, "malformed");
-  EXPECT_THAT(pid.error().message, HasSubstr("pid: malformed: pid: not an integer"));
-
-  Write("pid", "{\"pid\":-4,\"start_ticks\":1,\"start_unix_ms\":1}");
-  pid = ReadPidRecord(dir_);
-  ASSERT_FALSE(pid.ok());
-  EXPECT_THAT(pid.error().message, HasSubstr("pid: malformed: pid: not positive"));
-
-  Write("pid", "{\"pid\":4,\"start_ticks\":-1,\"start_unix_ms\":1}");
-  pid = ReadPidRecord(dir_);
-  ASSERT_FALSE(pid.ok());
-  EXPECT_THAT(pid.error().message, HasSubstr("start_ticks: out of range"));
-
-  Write("launched", "garbage");
-  Result<std::optional<LaunchRecord>> launch = ReadLaunchRecord(dir_);
-  ASSERT_FALSE(launch.ok());
-  EXPECT_EQ(launch.error().code, "malformed");
-  EXPECT_THAT(launch.error().message, HasSubstr("launched: malformed"));
-
-  Write("launched", "[1, 2]");
-  launch = ReadLaunchRecord(dir_);
-  ASSERT_FALSE(launch.ok());
-  EXPECT_THAT(launch.error().message, HasSubstr("launched: malformed: not a JSON object"));
-
-  Write("stop", "{\"grace_s\":1}");
-  Result<std::optional<StopRequest>> stop = ReadStopRequest(dir_);
-  ASSERT_FALSE(stop.ok());
-  EXPECT_THAT(stop.error().message, HasSubstr("stop: malformed: reason: missing"));
+  struct Case {
+    const char* file;
+    const char* text;
+    const char* problem;
+  };
+  const Case cases[] = {
+      {"exit.json", R"({"reason":"exit"})", "exit_code: missing"},
+      {"exit.json",
+       R"({"reason":"exit","exit_code":"3","signal":null,"core_dumped":false,)"
+       R"("start_unix_ms":1,"end_unix_ms":2,"detail":""})",
+       "exit_code: not an integer"},
+      {"exit.json", R"({"reason":"","exit_code":3)", "not JSON"},  // Cut short.
+      {"exit.json", R"({"reason":""})", "reason: empty"},
+      {"pid", R"({"pid":"12","start_ticks":1,"start_unix_ms":1})", "pid: not an integer"},
+      {"pid", R"({"pid":-4,"start_ticks":1,"start_unix_ms":1})", "pid: not positive"},
+      {"pid", R"({"pid":4,"start_ticks":-1,"start_unix_ms":1})", "start_ticks: out of range"},
+      {"pid", R"({"pid":4294967296,"start_ticks":1,"start_unix_ms":1})", "pid: out of range"},
+      {"launched", "garbage", "not JSON"},
+      {"launched", "[1, 2]", "not a JSON object"},
+      {"launched", R"({"by":"someone","pid":1,"start_ticks":1})", "by: unknown claimant someone"},
+      {"stop", R"({"grace_s":1})", "reason: missing"},
+      {"spec.json", "{}", "version: missing"},
+  };
+  for (const Case& c : cases) {
+    Write(c.file, c.text);
+    const std::optional<Error> error = ReadByName(dir_, c.file);
+    ASSERT_TRUE(error.has_value()) << c.file << ": " << c.text;
+    EXPECT_EQ(error->code, "malformed") << c.text;
+    EXPECT_EQ(error->message, dir_ + "/" + c.file + ": malformed: " + c.problem);
+  }
 }
 
 TEST_F(RunFilesTest, AStopWithABadGraceKeepsItsReason) {
@@ -230,12 +230,7 @@ TEST_F(RunFilesTest, AnUnreadableRecordIsAnIoError) {
 }
 
 TEST_F(RunFilesTest, SpecReaderNamesTheBadField) {
-  SupervisorSpec s;
-  s.argv = {"/bin/true"};
-  s.cwd = "/";
-  s.stdout_path = "/o";
-  s.stderr_path = "/e";
-  std::string text = SupervisorSpecToJson(s);
+  std::string text = SupervisorSpecToJson(MinimalSpec());
   const std::string umask = "\"umask\":18";
   Write("spec.json", text.replace(text.find(umask), umask.size(), "\"umask\":4096"));
   Result<std::optional<SupervisorSpec>> spec = ReadSupervisorSpec(dir_);

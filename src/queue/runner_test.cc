@@ -453,6 +453,24 @@ TEST_F(RunnerTest, LaunchRejectsWhatCannotBeRun) {
   EXPECT_EQ(code(limit), "usage");
 }
 
+TEST_F(RunnerTest, TheProcRootReachesTheSupervisor) {
+  // A proc root that is /proc under another name: the run works through it,
+  // and the supervisor was told where it is.
+  const std::string proc = root_ + "/proc-view";
+  ASSERT_EQ(symlink("/proc", proc.c_str()), 0);
+  options_.proc_root = proc;
+  Launched l = LaunchOrDie(MakeJob({"/bin/sh", "-c", "while [ ! -e go ]; do sleep 0.05; done"}));
+  WaitForPidRecord(l);
+  EXPECT_THAT(
+      ReadAll("/proc/" + std::to_string(l.supervisor_pid) + "/cmdline"),
+      HasSubstr(std::string("--proc-root\0", 12) + proc + std::string("\0", 1) + l.job_dir));
+  std::optional<PidRecord> pid = Present(ReadPidRecord(l.job_dir));
+  ASSERT_TRUE(pid.has_value());
+  EXPECT_GT(pid->start_ticks, 0u);
+  { std::ofstream go(work_ + "/go"); }
+  EXPECT_EQ(Finish(l).exit_code, 0);
+}
+
 TEST_F(RunnerTest, StopOfAnEndedSupervisorIsGone) {
   Status s = RequestStop(state_dir_, 0, 0, "x", 1, procs_);
   ASSERT_FALSE(s.ok());
