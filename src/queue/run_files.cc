@@ -22,93 +22,120 @@ namespace {
 
 using json = nlohmann::json;
 
-// Field readers: each checks presence and type before it converts, so that no
-// nlohmann exception can arise; the error names the field.
-Error Malformed(std::string_view field, std::string_view problem) {
-  return MakeError("malformed", std::string(field) + ": " + std::string(problem));
-}
+// Reads the fields of one JSON object. Each accessor checks presence and
+// type before it converts, so no nlohmann exception can arise; a bad field
+// gives a default value and the reader keeps the first problem, named by its
+// field, for error().
+class FieldReader {
+ public:
+  explicit FieldReader(const json& object) : j_(object) {}
 
-Result<const json*> Field(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end()) return Malformed(key, "missing");
-  return &*it;
-}
-
-template <typename T>
-Result<T> IntValue(const json& v, const char* key) {
-  if (v.is_number_unsigned()) {
-    const uint64_t n = v.get<uint64_t>();
-    if (!std::in_range<T>(n)) return Malformed(key, "out of range");
-    return static_cast<T>(n);
+  // Records a problem unless one came first.
+  void Fail(std::string_view field, std::string_view problem) {
+    if (!error_) error_ = MakeError("malformed", std::string(field) + ": " + std::string(problem));
   }
-  if (v.is_number_integer()) {
-    const int64_t n = v.get<int64_t>();
-    if (!std::in_range<T>(n)) return Malformed(key, "out of range");
-    return static_cast<T>(n);
+  // A check beyond the field's type: `ok` or the problem is recorded.
+  void Require(bool ok, std::string_view field, std::string_view problem) {
+    if (!ok) Fail(field, problem);
   }
-  return Malformed(key, "not an integer");
-}
+  const std::optional<Error>& error() const { return error_; }
 
-template <typename T>
-Result<T> Int(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  return IntValue<T>(**v, key);
-}
-
-// An integer or null.
-template <typename T>
-Result<std::optional<T>> IntOrNull(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  if ((*v)->is_null()) return std::optional<T>();
-  Result<T> n = IntValue<T>(**v, key);
-  if (!n.ok()) return n.error();
-  return std::optional<T>(*n);
-}
-
-Result<std::string> Str(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  if (!(*v)->is_string()) return Malformed(key, "not a string");
-  return (*v)->get<std::string>();
-}
-
-Result<bool> Bool(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  if (!(*v)->is_boolean()) return Malformed(key, "not true or false");
-  return (*v)->get<bool>();
-}
-
-Result<double> Number(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  if (!(*v)->is_number()) return Malformed(key, "not a number");
-  return (*v)->get<double>();
-}
-
-Result<std::string> B64(const json& j, const char* key) {
-  Result<std::string> text = Str(j, key);
-  if (!text.ok()) return text.error();
-  std::optional<std::string> bytes = Base64Decode(*text);
-  if (!bytes) return Malformed(key, "not base64");
-  return std::move(*bytes);
-}
-
-Result<std::vector<std::string>> B64List(const json& j, const char* key) {
-  Result<const json*> v = Field(j, key);
-  if (!v.ok()) return v.error();
-  if (!(*v)->is_array()) return Malformed(key, "not an array");
-  std::vector<std::string> out;
-  for (const json& item : **v) {
+  template <typename T>
+  T Int(const char* key) {
+    const json* v = Find(key);
+    return v == nullptr ? T{} : IntValue<T>(*v, key);
+  }
+  // An integer or null.
+  template <typename T>
+  std::optional<T> IntOrNull(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return IntValue<T>(*v, key);
+  }
+  std::string Str(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr) return {};
+    if (!v->is_string()) {
+      Fail(key, "not a string");
+      return {};
+    }
+    return v->get<std::string>();
+  }
+  bool Bool(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) {
+      Fail(key, "not true or false");
+      return false;
+    }
+    return v->get<bool>();
+  }
+  double Number(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr) return 0;
+    if (!v->is_number()) {
+      Fail(key, "not a number");
+      return 0;
+    }
+    return v->get<double>();
+  }
+  // Bytes stored as base64.
+  std::string B64(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr) return {};
     std::optional<std::string> bytes =
-        item.is_string() ? Base64Decode(item.get<std::string>()) : std::nullopt;
-    if (!bytes) return Malformed(key, "holds an item that is not a base64 string");
-    out.push_back(std::move(*bytes));
+        v->is_string() ? Base64Decode(v->get<std::string>()) : std::nullopt;
+    if (!bytes) Fail(key, "not a base64 string");
+    return bytes.value_or("");
   }
-  return out;
-}
+  std::vector<std::string> B64List(const char* key) {
+    const json* v = Find(key);
+    if (v == nullptr) return {};
+    if (!v->is_array()) {
+      Fail(key, "not an array");
+      return {};
+    }
+    std::vector<std::string> out;
+    for (const json& item : *v) {
+      std::optional<std::string> bytes =
+          item.is_string() ? Base64Decode(item.get<std::string>()) : std::nullopt;
+      if (!bytes) {
+        Fail(key, "holds an item that is not a base64 string");
+        return {};
+      }
+      out.push_back(std::move(*bytes));
+    }
+    return out;
+  }
+
+ private:
+  const json* Find(const char* key) {
+    const auto it = j_.find(key);
+    if (it == j_.end()) {
+      Fail(key, "missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+  template <typename T>
+  T IntValue(const json& v, const char* key) {
+    if (v.is_number_unsigned()) {
+      const uint64_t n = v.get<uint64_t>();
+      if (std::in_range<T>(n)) return static_cast<T>(n);
+    } else if (v.is_number_integer()) {
+      const int64_t n = v.get<int64_t>();
+      if (std::in_range<T>(n)) return static_cast<T>(n);
+    } else {
+      Fail(key, "not an integer");
+      return T{};
+    }
+    Fail(key, "out of range");
+    return T{};
+  }
+
+  const json& j_;
+  std::optional<Error> error_;
+};
 
 // The whole text as one JSON object; never throws.
 Result<json> ParseObject(std::string_view text) {
@@ -126,55 +153,38 @@ std::string DumpJson(const json& j) {
 
 bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
-// Assigns *out from a Result, or returns its error from the enclosing
-// function: the parsers below read a dozen fields each.
-#define GW_FIELD(out, expr)                                \
-  do {                                                     \
-    auto field_result_ = (expr);                           \
-    if (!field_result_.ok()) return field_result_.error(); \
-    (out) = std::move(*field_result_);                     \
-  } while (false)
-
 Result<SupervisorSpec> ParseSpec(const json& j) {
-  int version = 0;
-  GW_FIELD(version, Int<int>(j, "version"));
-  if (version != 1) return Malformed("version", "unknown version " + std::to_string(version));
+  FieldReader f(j);
+  const int version = f.Int<int>("version");
+  f.Require(version == 1, "version", "unknown version " + std::to_string(version));
   SupervisorSpec s;
-  GW_FIELD(s.job_id, Int<JobId>(j, "job_id"));
-  GW_FIELD(s.argv, B64List(j, "argv_b64"));
-  GW_FIELD(s.env, B64List(j, "env_b64"));
-  GW_FIELD(s.cwd, B64(j, "cwd_b64"));
-  int64_t mask = 0;
-  GW_FIELD(mask, Int<int64_t>(j, "umask"));
-  if (mask < 0 || mask > 0777) return Malformed("umask", "out of range");
+  s.job_id = f.Int<JobId>("job_id");
+  s.argv = f.B64List("argv_b64");
+  s.env = f.B64List("env_b64");
+  s.cwd = f.B64("cwd_b64");
+  const auto mask = f.Int<int64_t>("umask");
+  f.Require(mask >= 0 && mask <= 0777, "umask", "out of range");
   s.umask = static_cast<mode_t>(mask);
-  int64_t uid = 0;
-  int64_t gid = 0;
-  GW_FIELD(uid, Int<int64_t>(j, "uid"));
-  GW_FIELD(gid, Int<int64_t>(j, "gid"));
-  if (uid < 0 || uid >= UINT32_MAX) return Malformed("uid", "out of range");
-  if (gid < 0 || gid >= UINT32_MAX) return Malformed("gid", "out of range");
+  const auto uid = f.Int<int64_t>("uid");
+  const auto gid = f.Int<int64_t>("gid");
+  f.Require(uid >= 0 && uid < UINT32_MAX, "uid", "out of range");
+  f.Require(gid >= 0 && gid < UINT32_MAX, "gid", "out of range");
   s.uid = static_cast<uid_t>(uid);
   s.gid = static_cast<gid_t>(gid);
-  GW_FIELD(s.user, B64(j, "user_b64"));
-  GW_FIELD(s.stdout_path, B64(j, "stdout_b64"));
-  GW_FIELD(s.stderr_path, B64(j, "stderr_b64"));
-  GW_FIELD(s.stdout_by_job, Bool(j, "stdout_by_job"));
-  GW_FIELD(s.stderr_by_job, Bool(j, "stderr_by_job"));
-  GW_FIELD(s.time_limit_s, IntOrNull<int64_t>(j, "time_limit_s"));
-  if (s.time_limit_s && *s.time_limit_s <= 0) return Malformed("time_limit_s", "not positive");
-  GW_FIELD(s.grace_s, Number(j, "grace_s"));
-  if (!(s.grace_s >= 0) || !std::isfinite(s.grace_s)) {
-    return Malformed("grace_s", "not a non-negative number");
-  }
-  if (s.argv.empty()) return Malformed("argv_b64", "empty");
-  if (s.cwd.empty() || s.cwd[0] != '/') return Malformed("cwd_b64", "not absolute");
-  if (s.stdout_path.empty() || s.stdout_path[0] != '/') {
-    return Malformed("stdout_b64", "not absolute");
-  }
-  if (s.stderr_path.empty() || s.stderr_path[0] != '/') {
-    return Malformed("stderr_b64", "not absolute");
-  }
+  s.user = f.B64("user_b64");
+  s.stdout_path = f.B64("stdout_b64");
+  s.stderr_path = f.B64("stderr_b64");
+  s.stdout_by_job = f.Bool("stdout_by_job");
+  s.stderr_by_job = f.Bool("stderr_by_job");
+  s.time_limit_s = f.IntOrNull<int64_t>("time_limit_s");
+  f.Require(!s.time_limit_s || *s.time_limit_s > 0, "time_limit_s", "not positive");
+  s.grace_s = f.Number("grace_s");
+  f.Require(s.grace_s >= 0 && std::isfinite(s.grace_s), "grace_s", "not a non-negative number");
+  f.Require(!s.argv.empty(), "argv_b64", "empty");
+  f.Require(!s.cwd.empty() && s.cwd[0] == '/', "cwd_b64", "not absolute");
+  f.Require(!s.stdout_path.empty() && s.stdout_path[0] == '/', "stdout_b64", "not absolute");
+  f.Require(!s.stderr_path.empty() && s.stderr_path[0] == '/', "stderr_b64", "not absolute");
+  if (f.error()) return *f.error();
   auto has_nul = [](const std::vector<std::string>& v) {
     return std::any_of(v.begin(), v.end(), [](const std::string& x) { return HasNul(x); });
   };
@@ -186,43 +196,48 @@ Result<SupervisorSpec> ParseSpec(const json& j) {
 }
 
 Result<LaunchRecord> ParseLaunch(const json& j) {
+  FieldReader f(j);
   LaunchRecord r;
-  std::string by;
-  GW_FIELD(by, Str(j, "by"));
-  if (by != "supervisor" && by != "daemon") {
-    return Malformed("by", "unknown claimant " + ToValidUtf8(by));
-  }
+  const std::string by = f.Str("by");
+  f.Require(by == "supervisor" || by == "daemon", "by", "unknown claimant " + ToValidUtf8(by));
   r.by_supervisor = by == "supervisor";
-  GW_FIELD(r.pid, Int<pid_t>(j, "pid"));
-  GW_FIELD(r.start_ticks, Int<uint64_t>(j, "start_ticks"));
+  r.pid = f.Int<pid_t>("pid");
+  r.start_ticks = f.Int<uint64_t>("start_ticks");
+  if (f.error()) return *f.error();
   return r;
 }
 
 Result<PidRecord> ParsePid(const json& j) {
+  FieldReader f(j);
   PidRecord r;
-  GW_FIELD(r.pid, Int<pid_t>(j, "pid"));
-  GW_FIELD(r.start_ticks, Int<uint64_t>(j, "start_ticks"));
-  GW_FIELD(r.start_unix_ms, Int<int64_t>(j, "start_unix_ms"));
-  if (r.pid <= 0) return Malformed("pid", "not positive");
+  r.pid = f.Int<pid_t>("pid");
+  r.start_ticks = f.Int<uint64_t>("start_ticks");
+  r.start_unix_ms = f.Int<int64_t>("start_unix_ms");
+  f.Require(r.pid > 0, "pid", "not positive");
+  if (f.error()) return *f.error();
   return r;
 }
 
 Result<ExitRecord> ParseExit(const json& j) {
+  FieldReader f(j);
   ExitRecord r;
-  GW_FIELD(r.reason, Str(j, "reason"));
-  if (r.reason.empty()) return Malformed("reason", "empty");
-  GW_FIELD(r.exit_code, IntOrNull<int>(j, "exit_code"));
-  GW_FIELD(r.signal, IntOrNull<int>(j, "signal"));
-  GW_FIELD(r.core_dumped, Bool(j, "core_dumped"));
-  GW_FIELD(r.start_unix_ms, Int<int64_t>(j, "start_unix_ms"));
-  GW_FIELD(r.end_unix_ms, Int<int64_t>(j, "end_unix_ms"));
-  GW_FIELD(r.detail, Str(j, "detail"));
+  r.reason = f.Str("reason");
+  f.Require(!r.reason.empty(), "reason", "empty");
+  r.exit_code = f.IntOrNull<int>("exit_code");
+  r.signal = f.IntOrNull<int>("signal");
+  r.core_dumped = f.Bool("core_dumped");
+  r.start_unix_ms = f.Int<int64_t>("start_unix_ms");
+  r.end_unix_ms = f.Int<int64_t>("end_unix_ms");
+  r.detail = f.Str("detail");
+  if (f.error()) return *f.error();
   return r;
 }
 
 Result<StopRequest> ParseStop(const json& j) {
+  FieldReader f(j);
   StopRequest r;
-  GW_FIELD(r.reason, Str(j, "reason"));
+  r.reason = f.Str("reason");
+  if (f.error()) return *f.error();
   // Lenient about the grace, as a stop must not be lost over it.
   const auto it = j.find("grace_s");
   if (it != j.end() && it->is_number()) {
@@ -231,8 +246,6 @@ Result<StopRequest> ParseStop(const json& j) {
   }
   return r;
 }
-
-#undef GW_FIELD
 
 // Reads job_dir/name and parses it; see the readers' contract.
 template <typename T, typename Parse>
