@@ -57,8 +57,6 @@ int AboveStdio(int fd) {
   return moved;
 }
 
-bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
-
 }  // namespace
 
 Result<PreparedRun> PrepareRun(const Job& job, const LaunchOptions& o) {

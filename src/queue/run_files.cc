@@ -151,8 +151,6 @@ std::string DumpJson(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
-
 Result<SupervisorSpec> ParseSpec(const json& j) {
   FieldReader f(j);
   const int version = f.Int<int>("version");

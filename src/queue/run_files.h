@@ -73,6 +73,10 @@ struct SupervisorSpec {
   double grace_s = 10;
 };
 std::string SupervisorSpecToJson(const SupervisorSpec& spec);
+
+// Whether `s` holds a NUL byte, which argv, the environment and paths cannot
+// carry (execve and open take C strings).
+inline bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 // Error "malformed": "spec.json: <field>: <problem>".
 Result<SupervisorSpec> SupervisorSpecFromJson(std::string_view text);
 
