@@ -41,8 +41,17 @@ class DaemonImpl final : public Daemon {
     if (ec) return MakeError("io", "state directory " + o_.state_dir + ": " + ec.message());
     chmod(o_.state_dir.c_str(), 0700);
     chmod((o_.state_dir + "/jobs").c_str(), 0700);
-    lock_fd_.Reset(open((o_.state_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!lock_fd_.valid() || flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    const std::string lock_path = o_.state_dir + "/lock";
+    lock_fd_.Reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!lock_fd_.valid()) {
+      const int err = errno;
+      if (err == EROFS || err == ENOSPC || err == EDQUOT || err == EIO) {
+        return MakeError(kStoreUnwritable, "queue storage not writable: " + os::ErrnoText(err) +
+                                               " (" + lock_path + ")");
+      }
+      return MakeError("io", lock_path + ": " + os::ErrnoText(err));
+    }
+    if (flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
       return MakeError("busy", "another gpuwardend uses the state directory " + o_.state_dir);
     }
     if (!parts_.store) {
@@ -85,7 +94,8 @@ class DaemonImpl final : public Daemon {
     if (Status s = table_->Recover(); !s.ok()) return s;
     snapshots_ = std::make_unique<Snapshotter>(o_.collect, *parts_.clock);
     snapshots_->Request(/*full=*/true);
-    log_->Notice(fmt::format("serving {} (state {}, {} active jobs)", o_.socket_path, o_.state_dir,
+    log_->Notice(fmt::format("{} mode, listening on {}, state in {} ({} active jobs)",
+                             o_.system_mode ? "system" : "personal", o_.socket_path, o_.state_dir,
                              table_->active().size()));
     return Status::Ok();
   }

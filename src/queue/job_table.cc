@@ -74,6 +74,10 @@ std::string EndSummary(const Job& job) {
   return s;
 }
 
+// A write the store refused for what it holds ("invalid", "not_found"), not
+// for its disk: writing it again cannot help.
+bool Retriable(const Error& e) { return e.code != "invalid" && e.code != "not_found"; }
+
 }  // namespace
 
 JobTable::JobTable(JobTableOptions options, JobTableParts parts)
@@ -85,8 +89,10 @@ Status JobTable::Write(const Job& job) {
   Status s = parts_.store.Update(job);
   if (s.ok()) {
     WriteSucceeded();
-  } else {
+  } else if (Retriable(s.error())) {
     WriteFailed(s.error());
+  } else {
+    parts_.log.Error(fmt::format("job {} cannot be stored: {}", job.id, s.error().message));
   }
   return s;
 }
@@ -96,7 +102,8 @@ void JobTable::Persist(const Job& job) {
   // degraded state.
   dirty_.erase(job.id);
   unsaved_ended_.erase(job.id);
-  if (Write(job).ok()) return;
+  Status s = Write(job);
+  if (s.ok() || !Retriable(s.error())) return;
   if (IsTerminal(job.state)) {
     unsaved_ended_[job.id] = job;
   } else {
@@ -129,14 +136,20 @@ void JobTable::WriteSucceeded() {
 }
 
 void JobTable::RetryUnsaved() {
-  if (dirty_.empty() && unsaved_ended_.empty()) return;
-  if (parts_.clock.MonotonicMs() < next_retry_ms_) return;
+  if (!storage_degraded_ || parts_.clock.MonotonicMs() < next_retry_ms_) return;
+  if (dirty_.empty() && unsaved_ended_.empty()) {
+    // Only a request's write failed: probe with a rewrite of an active job
+    // (unchanged), so that the degraded state ends without waiting for the
+    // next request. With no job at all, the next request's write decides.
+    if (active_.empty()) return;
+    dirty_.insert(active_.begin()->first);
+  }
   for (auto it = unsaved_ended_.begin(); it != unsaved_ended_.end();) {
     const Job job = it->second;
     // Out of the set before the write, so that its success can end the
     // degraded state.
     it = unsaved_ended_.erase(it);
-    if (!Write(job).ok()) {
+    if (Status st = Write(job); !st.ok() && Retriable(st.error())) {
       unsaved_ended_[job.id] = job;
       return;
     }
@@ -146,7 +159,7 @@ void JobTable::RetryUnsaved() {
     auto a = active_.find(id);
     dirty_.erase(id);
     if (a == active_.end()) continue;
-    if (!Write(a->second).ok()) {
+    if (Status st = Write(a->second); !st.ok() && Retriable(st.error())) {
       dirty_.insert(id);
       return;
     }
@@ -176,6 +189,7 @@ Result<JobId> JobTable::Submit(Job job) {
   if (std::optional<Error> refused = CheckAdmission(job.spec, facts)) return *refused;
   Result<JobId> id = parts_.store.Insert(job);  // Durable (synchronous=FULL) before the reply.
   if (!id.ok()) {
+    if (!Retriable(id.error())) return MakeError("bad_request", id.error().message);
     WriteFailed(id.error());
     return MakeError(kRefusedStorage, id.error().message);
   }

@@ -17,7 +17,8 @@
 //     stored; meanwhile the table is degraded ("storage" in degraded()).
 //   - A job is never started unless its "starting" state was stored first.
 //   - The degraded state is left at the first write that succeeds with
-//     nothing left to write again.
+//     nothing left to write again (while only a request's write failed, an
+//     active job is rewritten unchanged every retry as a probe).
 //
 // Not thread-safe: the event loop's thread only.
 #ifndef GPUWARDEN_QUEUE_JOB_TABLE_H_
