@@ -125,11 +125,10 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   auto daemon = gw::queue::Daemon::Start(o);
   if (!daemon.ok()) {
-    std::fprintf(stderr, "gpuwardend: %s\n", daemon.error().message.c_str());
+    // The daemon's log format (daemon_log.h), so journald sees one kind of line.
+    std::fprintf(stderr, "gpuwardend: error: %s\n", daemon.error().message.c_str());
     return daemon.error().code == "busy" ? gw::cli::kExitUsage : gw::cli::kExitInternal;
   }
-  std::fprintf(stderr, "gpuwardend: %s mode, listening on %s, state in %s\n",
-               system_mode ? "system" : "personal", o.socket_path.c_str(), o.state_dir.c_str());
   return (*daemon)->Run();
 }
 

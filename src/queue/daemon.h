@@ -6,8 +6,17 @@
 // that ended meanwhile get their real exit status, and a job whose launch
 // was interrupted is claimed back so it can never start twice.
 //
-// One thread runs the event loop (poll on the socket, clients, supervisors'
-// pidfds, signals); GPU snapshots are taken on a worker thread so a wedged
+// The parts, each in its own file:
+//   socket_server.h  the socket and its clients (framing, backpressure, timeouts)
+//   ops.h            the request handlers (one request in, one reply out)
+//   job_table.h      the jobs' life, over JobStore, Supervisors, Clock, the
+//                    process table (ProcReader) and ProcessControl
+//   job_end.h        the pure judgements: how a run ended, what recovery does
+//   snapshotter.h    the GPU snapshot worker (its own thread)
+//   daemon_log.h     the daemon's own log on stderr
+// This file wires them and runs the event loop: one thread polls the socket,
+// the clients, the supervisors' Watch descriptors, the snapshot worker and
+// a signalfd; GPU snapshots are taken on the worker's thread so a wedged
 // driver never stalls the socket.
 #ifndef GPUWARDEN_QUEUE_DAEMON_H_
 #define GPUWARDEN_QUEUE_DAEMON_H_
@@ -16,9 +25,14 @@
 #include <memory>
 #include <string>
 
+#include "act/process_control.h"
 #include "collect/collector.h"
+#include "core/clock.h"
 #include "core/result.h"
+#include "queue/daemon_log.h"
+#include "queue/job_store.h"
 #include "queue/policy.h"
+#include "queue/supervisors.h"
 
 namespace gw::queue {
 
@@ -38,6 +52,18 @@ struct DaemonOptions {
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
 };
 
+// Parts to use instead of the real ones (tests); each one left empty is the
+// real one: the SQLite store STATE_DIR/queue.db, the runner's supervisors,
+// pidfd process control over collect.proc_root, the real clock, stderr.
+struct DaemonParts {
+  std::unique_ptr<JobStore> store;
+  std::unique_ptr<Supervisors> supervisors;
+  std::unique_ptr<act::ProcessControl> control;
+  // Read from the snapshot worker's thread too: must be thread-safe.
+  std::unique_ptr<Clock> clock;
+  DaemonLog::Sink log_sink;
+};
+
 class Daemon {
  public:
   // REQUIRES: SIGTERM, SIGINT, SIGHUP and SIGCHLD blocked in every thread
@@ -47,6 +73,8 @@ class Daemon {
   // directory), binds the socket (a stale socket file is replaced; a live
   // daemon on it is an error) and recovers the jobs of a previous run.
   static Result<std::unique_ptr<Daemon>> Start(DaemonOptions options);
+  // The same with the parts given (the others real).
+  static Result<std::unique_ptr<Daemon>> StartWith(DaemonOptions options, DaemonParts parts);
   virtual ~Daemon() = default;
   // Serves until SIGTERM or SIGINT; returns the exit code.
   virtual int Run() = 0;

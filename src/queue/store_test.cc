@@ -1,9 +1,11 @@
-#include "queue/store.h"
+#include "queue/sqlite_job_store.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,8 +42,8 @@ class StoreTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  std::unique_ptr<Store> OpenOk(const std::string& path) {
-    Result<std::unique_ptr<Store>> s = Store::Open(path);
+  std::unique_ptr<SqliteJobStore> OpenOk(const std::string& path) {
+    Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path);
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
     return s.ok() ? std::move(s).value() : nullptr;
   }
@@ -481,7 +483,7 @@ TEST_F(StoreTest, ACommittedInsertSurvivesAProcessThatDiesWithoutClosing) {
   if (child == 0) {
     // The child opens, inserts and dies at once: no destructor, no close, no
     // checkpoint. Whatever Insert promised must already be on disk.
-    Result<std::unique_ptr<Store>> s = Store::Open(path_);
+    Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
     if (!s.ok()) _exit(2);
     if (!(*s)->Insert(expected).ok()) _exit(3);
     _exit(0);
@@ -535,7 +537,7 @@ TEST_F(StoreTest, ConnectionUsesWalSynchronousFullForeignKeysAndBusyTimeout) {
   EXPECT_EQ(p->journal_mode, "wal");
   EXPECT_EQ(p->synchronous, 2);  // FULL.
   EXPECT_TRUE(p->foreign_keys);
-  EXPECT_EQ(p->busy_timeout_ms, Store::kBusyTimeoutMs);
+  EXPECT_EQ(p->busy_timeout_ms, SqliteJobStore::kBusyTimeoutMs);
   // WAL is a property of the file: another connection sees it too.
   EXPECT_EQ(RawQuery(path_, "PRAGMA journal_mode"), "wal");
 }
@@ -543,9 +545,10 @@ TEST_F(StoreTest, ConnectionUsesWalSynchronousFullForeignKeysAndBusyTimeout) {
 TEST_F(StoreTest, SchemaVersionIsTheLatestAndMarkedInTheFile) {
   auto store = OpenOk(path_);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), Store::LatestSchemaVersion());
-  EXPECT_GE(Store::LatestSchemaVersion(), 1);
-  EXPECT_EQ(RawQuery(path_, "PRAGMA user_version"), std::to_string(Store::LatestSchemaVersion()));
+  EXPECT_EQ(store->schema_version(), SqliteJobStore::LatestSchemaVersion());
+  EXPECT_GE(SqliteJobStore::LatestSchemaVersion(), 1);
+  EXPECT_EQ(RawQuery(path_, "PRAGMA user_version"),
+            std::to_string(SqliteJobStore::LatestSchemaVersion()));
   EXPECT_EQ(RawQuery(path_, "PRAGMA application_id"), std::to_string(0x47575144));
   // The indexes the daemon's queries need.
   EXPECT_EQ(RawQuery(path_,
@@ -555,7 +558,7 @@ TEST_F(StoreTest, SchemaVersionIsTheLatestAndMarkedInTheFile) {
   store.reset();
   store = OpenOk(path_);  // Reopening an up-to-date file changes nothing.
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), Store::LatestSchemaVersion());
+  EXPECT_EQ(store->schema_version(), SqliteJobStore::LatestSchemaVersion());
 }
 
 TEST_F(StoreTest, NewFilesAreMode0600WhateverTheUmask) {
@@ -605,14 +608,14 @@ TEST_F(StoreTest, ANewerSchemaIsRefusedAndTheFileLeftUntouched) {
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->Insert(FullJob()).ok());
   }
-  const int newer = Store::LatestSchemaVersion() + 1;
+  const int newer = SqliteJobStore::LatestSchemaVersion() + 1;
   RawQuery(path_, "PRAGMA user_version = " + std::to_string(newer));
   ASSERT_EQ(RawQuery(path_, "PRAGMA user_version"), std::to_string(newer));
   ASSERT_FALSE(fs::exists(path_ + "-wal"));  // Every connection closed cleanly.
   const std::string before = ReadAll(path_);
   ASSERT_FALSE(before.empty());
 
-  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, "store");
   EXPECT_THAT(s.error().message, HasSubstr(path_));
@@ -633,7 +636,7 @@ TEST_F(StoreTest, AnotherProgramsDatabaseIsRefusedAndLeftUntouched) {
   }
   chmod(path_.c_str(), 0600);
   const std::string before = ReadAll(path_);
-  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, "store");
   EXPECT_THAT(s.error().message, HasSubstr(path_));
@@ -645,7 +648,7 @@ TEST_F(StoreTest, ANonSqliteFileIsAnErrorNamingThePath) {
   std::string garbage;
   for (int i = 0; i < 4096; ++i) garbage += "this is not a database\n";
   WriteAll(path_, garbage);
-  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, "store");
   EXPECT_THAT(s.error().message, HasSubstr(path_));
@@ -665,7 +668,7 @@ TEST_F(StoreTest, ADamagedStoreGivesErrorsNamingThePathNotACrash) {
   for (size_t i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131) & 0xff);
   WriteAll(path_, bytes);
 
-  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
   if (!s.ok()) {
     EXPECT_EQ(s.error().code, "store");
     EXPECT_THAT(s.error().message, HasSubstr(path_));
@@ -679,7 +682,7 @@ TEST_F(StoreTest, ADamagedStoreGivesErrorsNamingThePathNotACrash) {
 
 TEST_F(StoreTest, AMissingDirectoryIsAnErrorNamingThePath) {
   const std::string path = dir_ + "/no/such/dir/queue.db";
-  Result<std::unique_ptr<Store>> s = Store::Open(path);
+  Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, "store");
   EXPECT_THAT(s.error().message, HasSubstr(path));
@@ -699,7 +702,7 @@ TEST_F(StoreTest, ManyConnectionsInsertingAtOnceGetDistinctIds) {
     threads.emplace_back([&, t] {
       ++ready;
       while (ready.load() < kThreads) std::this_thread::yield();
-      Result<std::unique_ptr<Store>> s = Store::Open(path_);
+      Result<std::unique_ptr<SqliteJobStore>> s = SqliteJobStore::Open(path_);
       if (!s.ok()) {
         errors[t] = s.error().message;
         return;
@@ -818,6 +821,96 @@ TEST_F(StoreTest, UsageNeedsAPositiveHalfLife) {
   Result<std::map<uid_t, double>> usage = store->UsageGpuSeconds(kNow, 1e300);
   ASSERT_TRUE(usage.ok());
   EXPECT_DOUBLE_EQ(usage->at(1), 1.0);
+}
+
+TEST(UnwritableCause, NamesTheDiskProblemFromErrnoThenFromTheSqliteCode) {
+  EXPECT_EQ(UnwritableCause(SQLITE_FULL, ENOSPC), "no space left on device");
+  EXPECT_EQ(UnwritableCause(SQLITE_FULL, 0), "no space left on device");
+  EXPECT_EQ(UnwritableCause(SQLITE_IOERR_WRITE, EDQUOT), "disk quota exceeded");
+  EXPECT_EQ(UnwritableCause(SQLITE_IOERR_FSYNC, EIO), "I/O error");
+  EXPECT_EQ(UnwritableCause(SQLITE_IOERR_FSYNC, 0), "I/O error");
+  EXPECT_EQ(UnwritableCause(SQLITE_READONLY_DBMOVED, 0), "read-only file system");
+  EXPECT_EQ(UnwritableCause(SQLITE_IOERR_WRITE, EROFS), "read-only file system");
+  EXPECT_EQ(UnwritableCause(SQLITE_IOERR_WRITE, EFBIG), "file too large");
+  EXPECT_EQ(UnwritableCause(SQLITE_CANTOPEN, 0), "cannot open the file");
+  EXPECT_EQ(UnwritableCause(SQLITE_CONSTRAINT, 0), std::nullopt);
+  EXPECT_EQ(UnwritableCause(SQLITE_BUSY, 0), std::nullopt);
+}
+
+// Lowers this process's file-size limit (RLIMIT_FSIZE) for its lifetime, so
+// that a write past `bytes` fails with EFBIG (SIGXFSZ ignored meanwhile):
+// a disk that refuses to grow a file, without root.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = old_;
+    lowered.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_FSIZE, &lowered) == 0;
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    signal(SIGXFSZ, old_handler_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit old_{};
+  sighandler_t old_handler_ = SIG_DFL;
+  bool ok_ = false;
+};
+
+uintmax_t SizeOr0(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+TEST_F(StoreTest, AWriteTheDiskRefusesIsUnwritableChangesNothingAndTheNextOneWorks) {
+  std::unique_ptr<SqliteJobStore> store = OpenOk(path_);
+  ASSERT_NE(store, nullptr);
+  Job small = FullJob();
+  Result<JobId> first = store->Insert(small);
+  ASSERT_TRUE(first.ok());
+  Job big = FullJob();
+  big.spec.env.push_back("BIG=" + std::string(4 << 20, 'x'));  // Must grow the WAL.
+  {
+    const uintmax_t largest = std::max({SizeOr0(path_), SizeOr0(path_ + "-wal"), uintmax_t{1}});
+    FileSizeLimit limit(static_cast<rlim_t>(largest + 65536));
+    ASSERT_TRUE(limit.ok());
+    Result<JobId> refused = store->Insert(big);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, kStoreUnwritable);
+    EXPECT_THAT(refused.error().message,
+                ::testing::StartsWith("queue storage not writable: file too large"));
+    EXPECT_THAT(refused.error().message, HasSubstr(path_));
+    // An update of the same size fails the same way and leaves the row alone.
+    Job grown = small;
+    grown.id = *first;
+    grown.spec.env = big.spec.env;
+    Status st = store->Update(grown);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, kStoreUnwritable);
+  }
+  // The disk "recovered": the same connection writes again.
+  Result<std::vector<Job>> before = store->List({});
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ(before->front().spec.env, small.spec.env);
+  Result<JobId> again = store->Insert(big);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_GT(*again, *first);
+  Result<std::optional<Job>> got = store->Get(*again);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ((*got)->spec.env, big.spec.env);
+  // And a fresh connection sees both: nothing half-written stayed behind.
+  store.reset();
+  std::unique_ptr<SqliteJobStore> reopened = OpenOk(path_);
+  ASSERT_NE(reopened, nullptr);
+  Result<std::vector<Job>> all = reopened->List({});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ constexpr char kGpu0[] = "GPU-8c1f4e27-5a0b-4d39-9e62-b7d30a1c5f41";
 constexpr char kGpu1[] = "GPU-2e9b7d05-c4f8-4a16-8d3e-61a0f5b92c78";
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-constexpr int kExitRefused = 16;  // gpuwarden: the daemon refused (cli/exit_codes.h).
+constexpr int kExitRefused = 16;        // gpuwarden: the daemon refused (cli/exit_codes.h).
+constexpr int kExitUnsatisfiable = 19;  // gpuwarden: the job can never run on this server.
 
 std::string Trace(const RunResult& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
@@ -486,13 +487,12 @@ TEST(QueueE2e, AfterWaitsForSuccessAndFailsWithAFailedDependency) {
   EXPECT_EQ(b2j["start_unix_ms"], nullptr) << b2j.dump(2);
   EXPECT_FALSE(Exists(q.mark() + "/b2"));
 
-  // After a job that does not exist: fails the same way.
-  const auto b3 =
-      q.Submit({"--after", "999999", "--gpus", "0", "--", "/bin/sh", "-c", "touch \"$MARK/b3\""});
-  ASSERT_TRUE(b3);
-  json b3j = q.WaitForEnd(*b3);
-  EXPECT_EQ(StateOf(b3j), "failed") << b3j.dump(2);
-  EXPECT_EQ(b3j["end_reason"], json("dependency")) << b3j.dump(2);
+  // After a job that does not exist: refused at submit (it could never run),
+  // naming the flag.
+  RunResult b3 = q.Gw({"run", "--detach", "--after", "999999", "--gpus", "0", "--", "/bin/sh", "-c",
+                       "touch \"$MARK/b3\""});
+  EXPECT_EQ(b3.exit_code, kExitUnsatisfiable) << Trace(b3);
+  EXPECT_NE(b3.err.find("--after 999999: no such job"), std::string::npos) << Trace(b3);
   EXPECT_FALSE(Exists(q.mark() + "/b3"));
 
   // --after right before the command (and the command with options of its

@@ -1,4 +1,4 @@
-#include "queue/store.h"
+#include "queue/sqlite_job_store.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -278,91 +278,108 @@ std::string SpecJson(const JobSpec& spec) {
   return j.dump();  // Numbers and booleans only: dump cannot meet bad UTF-8.
 }
 
-// A JSON integer that fits T. A missing key keeps the default, so a spec
-// field added later reads as its default from older rows.
+// A JSON integer that fits T; `fallback` when the key is missing, so a spec
+// field added later reads as its default from older rows. Error "malformed"
+// naming `key`.
 template <typename T>
-bool JsonInt(const Json& j, const char* key, T* out) {
+Result<T> JsonInt(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
-  if (it == j.end()) return true;
+  if (it == j.end()) return fallback;
   if (it->is_number_unsigned()) {
     const uint64_t v = it->get<uint64_t>();
-    if (!std::in_range<T>(v)) return false;
-    *out = static_cast<T>(v);
-    return true;
-  }
-  if (it->is_number_integer()) {
+    if (std::in_range<T>(v)) return static_cast<T>(v);
+  } else if (it->is_number_integer()) {
     const int64_t v = it->get<int64_t>();
-    if (!std::in_range<T>(v)) return false;
-    *out = static_cast<T>(v);
-    return true;
+    if (std::in_range<T>(v)) return static_cast<T>(v);
   }
-  return false;
+  return MakeError("malformed", key);
 }
 
+// As JsonInt; null and missing are nullopt.
 template <typename T>
-bool JsonOptInt(const Json& j, const char* key, std::optional<T>* out) {
+Result<std::optional<T>> JsonOptInt(const Json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    out->reset();
-    return true;
-  }
-  T v{};
-  if (!JsonInt(j, key, &v)) return false;
-  *out = v;
-  return true;
+  if (it == j.end() || it->is_null()) return std::optional<T>();
+  Result<T> v = JsonInt<T>(j, key, T{});
+  if (!v.ok()) return v.error();
+  return std::optional<T>(*v);
 }
 
-bool JsonBool(const Json& j, const char* key, bool* out) {
+Result<bool> JsonBool(const Json& j, const char* key, bool fallback) {
   auto it = j.find(key);
-  if (it == j.end()) return true;
-  if (!it->is_boolean()) return false;
-  *out = it->get<bool>();
-  return true;
+  if (it == j.end()) return fallback;
+  if (!it->is_boolean()) return MakeError("malformed", key);
+  return it->get<bool>();
 }
 
-// Fills spec's non-string fields; the name of the first bad field on failure.
-std::optional<std::string> ParseSpecJson(std::string_view text, JobSpec* spec) {
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "spec";
-  if (!JsonInt(j, "umask", &spec->umask)) return "spec.umask";
-  if (!JsonInt(j, "gpus", &spec->gpus)) return "spec.gpus";
-  if (!JsonInt(j, "vram_bytes", &spec->vram_bytes)) return "spec.vram_bytes";
-  if (!JsonOptInt(j, "max_util_pct", &spec->max_util_pct)) return "spec.max_util_pct";
-  if (!JsonInt(j, "priority", &spec->priority)) return "spec.priority";
-  if (auto w = j.find("window"); w != j.end() && !w->is_null()) {
-    TimeWindow tw;
-    if (!w->is_object() || !w->contains("start_min") || !w->contains("end_min") ||
-        !JsonInt(*w, "start_min", &tw.start_min) || !JsonInt(*w, "end_min", &tw.end_min)) {
-      return "spec.window";
+// Assigns a field from a Result, or keeps its error (the first one wins).
+class FieldReader {
+ public:
+  template <typename T>
+  void Set(Result<T> r, T* out, const char* name) {
+    if (!error_.empty()) return;
+    if (r.ok()) {
+      *out = std::move(*r);
+    } else {
+      error_ = name;
     }
+  }
+  Status status() const { return error_.empty() ? Status::Ok() : MakeError("malformed", error_); }
+  bool failed() const { return !error_.empty(); }
+
+ private:
+  std::string error_;
+};
+
+// Fills spec's non-string fields from the spec column. Error "malformed",
+// the message naming the first bad field ("spec.gpus").
+Status ParseSpecJson(std::string_view text, JobSpec* spec) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return MakeError("malformed", "spec");
+  FieldReader f;
+  f.Set(JsonInt(j, "umask", spec->umask), &spec->umask, "spec.umask");
+  f.Set(JsonInt(j, "gpus", spec->gpus), &spec->gpus, "spec.gpus");
+  f.Set(JsonInt(j, "vram_bytes", spec->vram_bytes), &spec->vram_bytes, "spec.vram_bytes");
+  f.Set(JsonOptInt<decltype(spec->max_util_pct)::value_type>(j, "max_util_pct"),
+        &spec->max_util_pct, "spec.max_util_pct");
+  f.Set(JsonInt(j, "priority", spec->priority), &spec->priority, "spec.priority");
+  if (f.failed()) return f.status();
+  if (auto w = j.find("window"); w != j.end() && !w->is_null()) {
+    if (!w->is_object() || !w->contains("start_min") || !w->contains("end_min")) {
+      return MakeError("malformed", "spec.window");
+    }
+    TimeWindow tw;
+    f.Set(JsonInt(*w, "start_min", tw.start_min), &tw.start_min, "spec.window");
+    f.Set(JsonInt(*w, "end_min", tw.end_min), &tw.end_min, "spec.window");
+    if (f.failed()) return f.status();
     spec->window = tw;
   }
   if (auto a = j.find("after"); a != j.end()) {
-    if (!a->is_array()) return "spec.after";
+    if (!a->is_array()) return MakeError("malformed", "spec.after");
     for (const Json& id : *a) {
-      if (!id.is_number_integer()) return "spec.after";
+      if (!id.is_number_integer()) return MakeError("malformed", "spec.after");
       spec->after.push_back(id.get<JobId>());
     }
   }
-  if (!JsonBool(j, "nvlink", &spec->nvlink)) return "spec.nvlink";
-  if (!JsonOptInt(j, "time_limit_s", &spec->time_limit_s)) return "spec.time_limit_s";
-  if (!JsonBool(j, "preemptible", &spec->preemptible)) return "spec.preemptible";
-  return std::nullopt;
+  f.Set(JsonBool(j, "nvlink", spec->nvlink), &spec->nvlink, "spec.nvlink");
+  f.Set(JsonOptInt<decltype(spec->time_limit_s)::value_type>(j, "time_limit_s"),
+        &spec->time_limit_s, "spec.time_limit_s");
+  f.Set(JsonBool(j, "preemptible", spec->preemptible), &spec->preemptible, "spec.preemptible");
+  return f.status();
 }
 
 std::string IndicesJson(const std::vector<unsigned>& indices) { return Json(indices).dump(); }
 
-std::optional<std::vector<unsigned>> ParseIndicesJson(std::string_view text) {
+// Error "malformed" ("gpu_indices").
+Result<std::vector<unsigned>> ParseIndicesJson(std::string_view text) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_array()) return std::nullopt;
+  if (!j.is_array()) return MakeError("malformed", "gpu_indices");
   std::vector<unsigned> out;
   for (const Json& v : j) {
-    unsigned u = 0;
     if (!v.is_number_unsigned() || !std::in_range<unsigned>(v.get<uint64_t>())) {
-      return std::nullopt;
+      return MakeError("malformed", "gpu_indices");
     }
-    u = static_cast<unsigned>(v.get<uint64_t>());
-    out.push_back(u);
+    out.push_back(static_cast<unsigned>(v.get<uint64_t>()));
   }
   return out;
 }
@@ -450,10 +467,11 @@ std::optional<std::string> ReadJob(sqlite3_stmt* stmt, Job* job) {
   list = DecodeList(uuids);
   if (!list) return "gpu_uuids";
   job->gpu_uuids = std::move(*list);
-  std::optional<std::vector<unsigned>> idx = ParseIndicesJson(indices);
-  if (!idx) return "gpu_indices";
+  Result<std::vector<unsigned>> idx = ParseIndicesJson(indices);
+  if (!idx.ok()) return idx.error().message;
   job->gpu_indices = std::move(*idx);
-  return ParseSpecJson(spec, &job->spec);
+  if (Status st = ParseSpecJson(spec, &job->spec); !st.ok()) return st.error().message;
+  return std::nullopt;
 }
 
 // Busy (another connection holds the lock) is worth waiting out; anything
@@ -465,27 +483,68 @@ bool IsBusy(int rc) {
 
 }  // namespace
 
-int Store::LatestSchemaVersion() { return static_cast<int>(kMigrations.size()); }
+int SqliteJobStore::LatestSchemaVersion() { return static_cast<int>(kMigrations.size()); }
 
-Store::Store(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+SqliteJobStore::SqliteJobStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
 
-Store::~Store() {
+SqliteJobStore::~SqliteJobStore() {
   for (sqlite3_stmt* s : {insert_, update_, get_}) sqlite3_finalize(s);
   // Rolls back a transaction left open; an open WAL is recovered by the next
   // Open if this never runs (a crash).
   sqlite3_close_v2(db_);
 }
 
-Error Store::SqlError(const std::string& what) const {
+std::optional<std::string> UnwritableCause(int sqlite_code, int system_errno) {
+  switch (system_errno) {
+    case ENOSPC:
+      return "no space left on device";
+    case EDQUOT:
+      return "disk quota exceeded";
+    case EROFS:
+      return "read-only file system";
+    case EIO:
+      return "I/O error";
+    case EFBIG:
+      return "file too large";
+    default:
+      break;
+  }
+  switch (sqlite_code & 0xff) {
+    case SQLITE_FULL:
+      return "no space left on device";
+    case SQLITE_READONLY:
+      return "read-only file system";
+    case SQLITE_IOERR:
+      return "I/O error";
+    case SQLITE_CANTOPEN:
+      return "cannot open the file";
+    default:
+      return std::nullopt;
+  }
+}
+
+Error SqliteJobStore::SqlError(const std::string& what) const {
+  const int code = sqlite3_extended_errcode(db_);
+  const int primary = code & 0xff;
+  // errno is the VFS's last failure, which may be older than this error:
+  // consult it only for errors that come from the file system.
+  const bool from_disk = primary == SQLITE_FULL || primary == SQLITE_READONLY ||
+                         primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN;
+  if (from_disk) {
+    if (std::optional<std::string> cause = UnwritableCause(code, sqlite3_system_errno(db_))) {
+      return MakeError(kStoreUnwritable, fmt::format("queue storage not writable: {} ({}: {}: {})",
+                                                     *cause, path_, what, sqlite3_errmsg(db_)));
+    }
+  }
   return MakeError("store", fmt::format("{}: {}: {}", path_, what, sqlite3_errmsg(db_)));
 }
 
-Status Store::Exec(const char* sql, const char* what) {
+Status SqliteJobStore::Exec(const char* sql, const char* what) {
   if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return SqlError(what);
   return Status::Ok();
 }
 
-Result<sqlite3_stmt*> Store::Cached(sqlite3_stmt** slot, const std::string& sql) {
+Result<sqlite3_stmt*> SqliteJobStore::Cached(sqlite3_stmt** slot, const std::string& sql) {
   if (*slot == nullptr && sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, slot,
                                              nullptr) != SQLITE_OK) {
     return SqlError("preparing a statement");
@@ -573,14 +632,15 @@ Status SecureFile(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& path) {
   if (Status s = SecureFile(path); !s.ok()) return s.error();
 
   sqlite3* db = nullptr;
   // No SQLITE_OPEN_CREATE: SecureFile made the file, with the right mode.
   const int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE, nullptr);
-  std::unique_ptr<Store> store(new Store(path, db));  // Closes db on every return below.
+  std::unique_ptr<SqliteJobStore> store(
+      new SqliteJobStore(path, db));  // Closes db on every return below.
   if (rc != SQLITE_OK) return store->SqlError("opening");
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   // Connection-only settings first: they do not touch the file.
@@ -643,7 +703,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
-Status Store::Migrate() {
+Status SqliteJobStore::Migrate() {
   for (;;) {
     // IMMEDIATE: take the write lock before reading the version, so two
     // processes opening an old file cannot both migrate it.
@@ -674,7 +734,7 @@ Status Store::Migrate() {
   }
 }
 
-Result<JobId> Store::Insert(Job job) {
+Result<JobId> SqliteJobStore::Insert(Job job) {
   static const std::string sql = InsertSql();
   Result<sqlite3_stmt*> stmt = Cached(&insert_, sql);
   if (!stmt.ok()) return stmt.error();
@@ -686,7 +746,7 @@ Result<JobId> Store::Insert(Job job) {
   return sqlite3_last_insert_rowid(db_);
 }
 
-Status Store::Update(const Job& job) {
+Status SqliteJobStore::Update(const Job& job) {
   static const std::string sql = UpdateSql();
   Result<sqlite3_stmt*> stmt = Cached(&update_, sql);
   if (!stmt.ok()) return stmt.error();
@@ -704,7 +764,7 @@ Status Store::Update(const Job& job) {
   return Status::Ok();
 }
 
-Result<std::vector<Job>> Store::Query(sqlite3_stmt* stmt) {
+Result<std::vector<Job>> SqliteJobStore::Query(sqlite3_stmt* stmt) {
   std::vector<Job> jobs;
   for (;;) {
     const int rc = sqlite3_step(stmt);
@@ -721,7 +781,7 @@ Result<std::vector<Job>> Store::Query(sqlite3_stmt* stmt) {
   }
 }
 
-Result<std::optional<Job>> Store::Get(JobId id) {
+Result<std::optional<Job>> SqliteJobStore::Get(JobId id) {
   static const std::string sql = fmt::format("SELECT {} FROM jobs WHERE id = ?", ColumnList());
   Result<sqlite3_stmt*> stmt = Cached(&get_, sql);
   if (!stmt.ok()) return stmt.error();
@@ -733,7 +793,7 @@ Result<std::optional<Job>> Store::Get(JobId id) {
   return std::optional<Job>(std::move(jobs->front()));
 }
 
-Result<std::vector<Job>> Store::List(const JobFilter& filter) {
+Result<std::vector<Job>> SqliteJobStore::List(const JobFilter& filter) {
   std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1", ColumnList());
   if (filter.uid) sql += " AND uid = ?";
   if (!filter.states.empty()) {
@@ -761,13 +821,13 @@ Result<std::vector<Job>> Store::List(const JobFilter& filter) {
   return Query(stmt.get());
 }
 
-Result<std::vector<Job>> Store::Active() {
+Result<std::vector<Job>> SqliteJobStore::Active() {
   JobFilter f;
   f.states = {JobState::kQueued, JobState::kHeld, JobState::kStarting, JobState::kRunning};
   return List(f);
 }
 
-Status Store::Transaction(const std::function<Status()>& body) {
+Status SqliteJobStore::Transaction(const std::function<Status()>& body) {
   // The outermost level is a real transaction, taken IMMEDIATE: a deferred
   // one that reads first and writes later can fail with SQLITE_BUSY_SNAPSHOT
   // without ever waiting. Inner levels are savepoints, so an inner failure
@@ -785,7 +845,7 @@ Status Store::Transaction(const std::function<Status()>& body) {
   // Undoes the transaction if `body` throws (it should not: no exceptions
   // cross modules, but an open transaction would hold the write lock forever).
   struct Guard {
-    Store* store;
+    SqliteJobStore* store;
     const std::string* rollback;
     bool done = false;
     ~Guard() {
@@ -806,7 +866,8 @@ Status Store::Transaction(const std::function<Status()>& body) {
   return result;
 }
 
-Result<std::map<uid_t, double>> Store::UsageGpuSeconds(int64_t now_unix_ms, double half_life_s) {
+Result<std::map<uid_t, double>> SqliteJobStore::UsageGpuSeconds(int64_t now_unix_ms,
+                                                                double half_life_s) {
   if (!std::isfinite(half_life_s) || half_life_s <= 0) {
     return MakeError(
         "invalid", fmt::format("fair-share half-life {} s is not a positive number", half_life_s));
@@ -853,7 +914,7 @@ Result<std::map<uid_t, double>> Store::UsageGpuSeconds(int64_t now_unix_ms, doub
   }
 }
 
-Result<StorePragmas> Store::Pragmas() {
+Result<StorePragmas> SqliteJobStore::Pragmas() {
   StorePragmas p;
   Result<std::string> mode = QueryText(db_, "PRAGMA journal_mode");
   Result<int64_t> sync = QueryInt(db_, "PRAGMA synchronous");

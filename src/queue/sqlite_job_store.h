@@ -1,5 +1,6 @@
-// The queue's durable job store: one SQLite file holding every job the daemon
-// has accepted, so a restarted daemon finds its queue and its running jobs.
+// SqliteJobStore: the real JobStore (job_store.h), one SQLite file holding
+// every job the daemon has accepted, so a restarted daemon finds its queue
+// and its running jobs.
 //
 // Durability: a write has reached the disk (WAL, synchronous=FULL) when the
 // call that made it returns; a crash at any later moment loses nothing.
@@ -7,14 +8,24 @@
 // paths and names may hold any byte but NUL, invalid UTF-8 too), and an
 // unknown optional stays unknown.
 //
+// Write failures the disk causes (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR*,
+// SQLITE_CANTOPEN, or errno ENOSPC / EDQUOT / EROFS / EIO / EFBIG behind any
+// other code) are code "unwritable" (kStoreUnwritable), message
+// "queue storage not writable: <cause> (<path>: <what>)", the cause from the
+// OS error ("no space left on device", "read-only file system", "I/O error",
+// "disk quota exceeded", "file too large"). The connection stays usable
+// after one: the failed statement changed nothing, and the next write is
+// tried afresh once the disk recovers.
+//
 // The file's descriptors are close-on-exec: a job the daemon starts never
 // inherits them.
 //
-// Threads: a Store is one SQLite connection and is not thread-safe; use it
-// from one thread at a time. Several Stores (threads or processes) may share
-// a file: writers take turns, waiting up to kBusyTimeoutMs for each other.
-#ifndef GPUWARDEN_QUEUE_STORE_H_
-#define GPUWARDEN_QUEUE_STORE_H_
+// Threads: a SqliteJobStore is one SQLite connection and is not thread-safe;
+// use it from one thread at a time. Several stores (threads or processes) may
+// share a file: writers take turns, waiting up to kBusyTimeoutMs for each
+// other.
+#ifndef GPUWARDEN_QUEUE_SQLITE_JOB_STORE_H_
+#define GPUWARDEN_QUEUE_SQLITE_JOB_STORE_H_
 
 #include <sys/types.h>
 
@@ -29,19 +40,12 @@
 
 #include "core/result.h"
 #include "queue/job.h"
+#include "queue/job_store.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace gw::queue {
-
-// Which jobs List returns. Unset fields do not filter.
-struct JobFilter {
-  std::optional<uid_t> uid;
-  std::vector<JobState> states;  // Empty = every state.
-  std::optional<size_t> limit;   // At most this many, counted in the order below.
-  bool newest_first = false;     // Descending id instead of ascending.
-};
 
 // The connection's settings as SQLite reports them (not as they were asked
 // for), for tests and diagnostics.
@@ -52,7 +56,13 @@ struct StorePragmas {
   int busy_timeout_ms = 0;
 };
 
-class Store {
+// The cause of a write failure the disk made, for the "unwritable" message:
+// from the OS error `system_errno` when it is one of the disk's, else from
+// the SQLite result code (primary or extended); nullopt when neither names a
+// disk problem. Pure.
+std::optional<std::string> UnwritableCause(int sqlite_code, int system_errno);
+
+class SqliteJobStore final : public JobStore {
  public:
   // How long a write waits for another connection's write to finish before
   // it fails with code "store".
@@ -71,38 +81,38 @@ class Store {
   // to another program. Errors: code "store", the message names the path;
   // the same for a file that is not SQLite at all. A damaged file may open
   // and then fail the calls that reach the damage, with the same code.
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  static Result<std::unique_ptr<SqliteJobStore>> Open(const std::string& path);
 
-  Store(const Store&) = delete;
-  Store& operator=(const Store&) = delete;
-  ~Store();  // Closes the connection; nothing is lost if it never runs.
+  SqliteJobStore(const SqliteJobStore&) = delete;
+  SqliteJobStore& operator=(const SqliteJobStore&) = delete;
+  ~SqliteJobStore() override;  // Closes the connection; nothing is lost if it never runs.
 
   // Stores a new job and returns its id; `job.id` is ignored. Ids increase
   // and are never reused, not even after a restart. (Inside a Transaction
   // that then rolls back, the id was never stored and may come again: tell
   // no one an id before the transaction commits.)
   // Errors: "invalid" (a string in argv, env or gpu_uuids holds a NUL),
-  // "store".
-  Result<JobId> Insert(Job job);
+  // "unwritable", "store".
+  Result<JobId> Insert(Job job) override;
 
   // Replaces the whole stored job with id `job.id`.
-  // Errors: "not_found", "invalid" (as Insert), "store".
-  Status Update(const Job& job);
+  // Errors: "not_found", "invalid" (as Insert), "unwritable", "store".
+  Status Update(const Job& job) override;
 
   // The job with this id, or nullopt when there is none.
-  Result<std::optional<Job>> Get(JobId id);
+  Result<std::optional<Job>> Get(JobId id) override;
 
   // Jobs matching `filter`, by ascending id unless filter.newest_first.
-  Result<std::vector<Job>> List(const JobFilter& filter);
+  Result<std::vector<Job>> List(const JobFilter& filter) override;
 
   // Jobs not yet ended (queued, held, starting, running), by ascending id.
-  Result<std::vector<Job>> Active();
+  Result<std::vector<Job>> Active() override;
 
   // Runs `body`; the Store's writes inside it commit together when it
   // returns ok, and none of them do when it returns an error (which is then
   // returned). Nests: an inner Transaction that fails undoes only its own
   // writes. Writes by other connections wait until the outermost one ends.
-  Status Transaction(const std::function<Status()>& body);
+  Status Transaction(const std::function<Status()>& body) override;
 
   // Decayed GPU-seconds per user, for fair share. Each job that ran adds
   //   spec.gpus * (end - start) * 0.5^((now - end) / half_life)
@@ -111,7 +121,7 @@ class Store {
   // ended without a recorded end time add nothing. Times in the future count
   // as now. Users with no counted job are absent.
   // Errors: "invalid" (half_life_s not positive and finite), "store".
-  Result<std::map<uid_t, double>> UsageGpuSeconds(int64_t now_unix_ms, double half_life_s);
+  Result<std::map<uid_t, double>> UsageGpuSeconds(int64_t now_unix_ms, double half_life_s) override;
 
   // The file's schema version (LatestSchemaVersion() once Open succeeded).
   int schema_version() const { return schema_version_; }
@@ -120,7 +130,7 @@ class Store {
   Result<StorePragmas> Pragmas();
 
  private:
-  Store(std::string path, sqlite3* db);
+  SqliteJobStore(std::string path, sqlite3* db);
 
   Status Migrate();
   Status Exec(const char* sql, const char* what);
@@ -139,4 +149,4 @@ class Store {
 
 }  // namespace gw::queue
 
-#endif  // GPUWARDEN_QUEUE_STORE_H_
+#endif  // GPUWARDEN_QUEUE_SQLITE_JOB_STORE_H_

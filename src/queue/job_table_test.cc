@@ -1,0 +1,404 @@
+// The daemon's core through its fakes: a FaultyJobStore over a real SQLite
+// store in a temporary directory, FakeSupervisors, a FakeClock, a
+// FakeProcessControl and an empty process table.
+#include "queue/job_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "act/fake_process_control.h"
+#include "diagnose/test_util.h"
+#include "queue/fake_supervisors.h"
+#include "queue/faulty_job_store.h"
+#include "queue/sqlite_job_store.h"
+
+namespace gw::queue {
+namespace {
+
+using ::testing::Contains;
+using testing::FakeSupervisors;
+using ::testing::HasSubstr;
+
+class JobTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gw_job_table.XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    std::filesystem::create_directories(dir_ + "/proc");  // An empty process table.
+    OpenStore();
+    procs_ = std::make_unique<proc::ProcReader>(dir_ + "/proc");
+    NewTable();
+  }
+  void TearDown() override {
+    table_.reset();
+    faulty_.reset();
+    sqlite_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void OpenStore() {
+    auto s = SqliteJobStore::Open(dir_ + "/queue.db");
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    sqlite_ = std::move(*s);
+    faulty_ = std::make_unique<FaultyJobStore>(*sqlite_);
+  }
+  // A fresh table over the same store and supervisors: a restarted daemon.
+  void NewTable() {
+    JobTableOptions o;
+    o.state_dir = dir_;
+    o.supervisor_path = "/fake/gpuwarden-supervise";
+    o.retry_interval_ms = 1000;
+    table_ = std::make_unique<JobTable>(
+        o, JobTableParts{*faulty_, sup_, clock_, *procs_, control_, log_});
+  }
+
+  static Job NewJob(unsigned gpus = 1) {
+    Job j;
+    j.owner = {1000, 1000, "ann"};
+    j.spec.argv = {"/usr/bin/python3", "train.py"};
+    j.spec.name = "train";
+    j.spec.cwd = "/home/ann";
+    j.spec.gpus = gpus;
+    j.state = JobState::kQueued;
+    j.submit_unix_ms = 1;
+    return j;
+  }
+
+  JobId SubmitOk(Job j) {
+    Result<JobId> id = table_->Submit(std::move(j));
+    EXPECT_TRUE(id.ok()) << id.error().message;
+    return id.ok() ? *id : 0;
+  }
+
+  // A look at two idle 80 GiB GPUs and a placement pass.
+  void Look() {
+    table_->OnSnapshot(diagnose::fixtures::HealthyServer(2, clock_.NowUnixMs()), /*full=*/true);
+    table_->Tick();
+  }
+  // Polls the Watch descriptors as the loop does and reports those that fired.
+  void DeliverEnds() {
+    for (const JobTable::WatchFd& w : table_->Watches()) {
+      char c;
+      if (read(w.fd, &c, 1) >= 0) table_->OnSupervisorExit(w.id);
+    }
+  }
+
+  Job Stored(JobId id) {
+    Result<std::optional<Job>> j = sqlite_->Get(id);
+    EXPECT_TRUE(j.ok() && *j);
+    return j.ok() && *j ? **j : Job{};
+  }
+  Job Live(JobId id) {
+    Result<std::optional<Job>> j = table_->Find(id);
+    EXPECT_TRUE(j.ok() && *j);
+    return j.ok() && *j ? **j : Job{};
+  }
+  // A process in the fake /proc: in `session`, owned by `uid`.
+  void FakeProcess(pid_t pid, pid_t session, uid_t uid, uint64_t start_ticks) {
+    const std::string d = dir_ + "/proc/" + std::to_string(pid);
+    std::filesystem::create_directories(d);
+    WriteFile(d + "/stat", fmt::format("{} (worker) S 1 {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {} "
+                                       "1000 100\n",
+                                       pid, pid, session, start_ticks));
+    WriteFile(d + "/status", fmt::format("Name:\tworker\nUid:\t{0}\t{0}\t{0}\t{0}\n", uid));
+    control_.processes[pid] = act::testing::FakeProcess{start_ticks};
+  }
+  static void WriteFile(const std::string& path, const std::string& text) {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(text.c_str(), f);
+    fclose(f);
+  }
+  bool Logged(const std::string& part) const {
+    for (const std::string& l : lines_) {
+      if (l.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::vector<std::string> DegradedWhat() const {
+    std::vector<std::string> out;
+    for (const Degraded& d : table_->degraded()) out.push_back(d.what);
+    return out;
+  }
+
+  std::string dir_;
+  FakeClock clock_;
+  std::vector<std::string> lines_;
+  DaemonLog log_{clock_, [this](std::string_view l) { lines_.emplace_back(l); }};
+  FakeSupervisors sup_;
+  act::testing::FakeProcessControl control_{clock_};
+  std::unique_ptr<proc::ProcReader> procs_;
+  std::unique_ptr<SqliteJobStore> sqlite_;
+  std::unique_ptr<FaultyJobStore> faulty_;
+  std::unique_ptr<JobTable> table_;
+};
+
+TEST_F(JobTableTest, AJobRunsAndItsEndIsRecordedAndLogged) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  ASSERT_EQ(sup_.Count("Launch"), 1);
+  EXPECT_EQ(Stored(id).state, JobState::kRunning);
+  EXPECT_TRUE(Logged("job 1 started on GPU 0 for ann: /usr/bin/python3 train.py"));
+  sup_.End(id, FakeSupervisors::Exited(0));
+  DeliverEnds();
+  EXPECT_EQ(Stored(id).state, JobState::kSucceeded);
+  EXPECT_TRUE(table_->active().empty());
+  EXPECT_TRUE(Logged("notice: job 1 ended: succeeded (exit 0)"));
+  EXPECT_THAT(sup_.calls, Contains("Reap " + std::to_string(*Stored(id).supervisor_pid)));
+}
+
+TEST_F(JobTableTest, APreemptedJobGoesBackToTheQueueAndRunsAgainUnderANewRun) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  ASSERT_EQ(Stored(id).state, JobState::kRunning);
+  ExitRecord r;
+  r.reason = "stopped:preempted";
+  r.signal = 15;
+  sup_.End(id, r);
+  DeliverEnds();
+  Job back = Stored(id);
+  EXPECT_EQ(back.state, JobState::kQueued);
+  EXPECT_EQ(back.requeues, 1u);
+  EXPECT_EQ(back.end_reason, "preempted");
+  EXPECT_FALSE(back.supervisor_pid);
+  EXPECT_TRUE(control_.sent.empty());  // Recorded: nothing left to kill.
+  Look();
+  EXPECT_EQ(sup_.Count("Launch"), 2);
+  EXPECT_TRUE(sup_.RunOf(id, 1).alive);  // Its second run, in a directory of its own.
+  EXPECT_EQ(Stored(id).state, JobState::kRunning);
+}
+
+TEST_F(JobTableTest, ALostSupervisorMarksTheJobLostAndEndsItsLeftovers) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  const pid_t sup = *Stored(id).supervisor_pid;
+  FakeProcess(8001, sup, 1000, 555);  // A worker the job left in its session.
+  FakeProcess(8002, sup, 1001, 556);  // Someone else's: a session id cannot say more.
+  FakeProcess(8003, 1, 1000, 557);    // The owner's, elsewhere.
+  sup_.End(id, std::nullopt);         // No exit.json.
+  DeliverEnds();
+  Job j = Stored(id);
+  EXPECT_EQ(j.state, JobState::kLost);
+  EXPECT_EQ(j.end_reason, "lost");
+  // Through a pidfd pinned at the checked start time, only the owner's.
+  ASSERT_EQ(control_.sent.size(), 1u);
+  EXPECT_EQ(control_.sent[0], std::make_pair(pid_t{8001}, SIGKILL));
+  EXPECT_TRUE(Logged("warning: job 1 ended: lost"));
+}
+
+TEST_F(JobTableTest, AMalformedExitRecordFailsTheJobWithoutKillingAnything) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  sup_.EndMalformed(id, "/state/jobs/1/exit.json: not JSON (line 1)");
+  DeliverEnds();
+  Job j = Stored(id);
+  EXPECT_EQ(j.state, JobState::kFailed);
+  EXPECT_EQ(j.end_reason, "record_unreadable");
+  EXPECT_THAT(j.end_detail, HasSubstr("/state/jobs/1/exit.json: not JSON"));
+  EXPECT_TRUE(control_.sent.empty());
+}
+
+TEST_F(JobTableTest, NoStartWhenStartingCannotBeStoredThenItStartsOnceTheDiskRecovers) {
+  const JobId id = SubmitOk(NewJob());
+  faulty_->FailEveryWrite(StoreFault::kDiskFull);
+  Look();
+  EXPECT_EQ(sup_.Count("Launch"), 0);  // Never started unless "starting" is durable.
+  EXPECT_EQ(Stored(id).state, JobState::kQueued);
+  EXPECT_EQ(Live(id).state, JobState::kQueued);
+  EXPECT_THAT(DegradedWhat(), Contains("storage"));
+  EXPECT_TRUE(Logged("error: queue storage degraded: queue storage not writable: no space left"));
+  // A new request is refused with the reason, and nothing is stored.
+  Result<JobId> refused = table_->Submit(NewJob());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, "storage");
+  EXPECT_THAT(refused.error().message, HasSubstr("no space left on device"));
+  Result<JobState> hold = table_->Control(id, "hold", 1000, "ann");
+  ASSERT_FALSE(hold.ok());
+  EXPECT_EQ(hold.error().code, "storage");
+  EXPECT_EQ(Live(id).state, JobState::kQueued);  // The refused hold changed nothing.
+
+  faulty_->Heal();
+  clock_.AdvanceMs(1000);
+  Look();
+  EXPECT_EQ(sup_.Count("Launch"), 1);
+  EXPECT_EQ(Stored(id).state, JobState::kRunning);
+  EXPECT_TRUE(table_->degraded().empty());
+  EXPECT_TRUE(Logged("notice: queue storage writable again"));
+  Result<std::vector<Job>> all = sqlite_->List({});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1u);  // The refused submit left nothing behind.
+}
+
+TEST_F(JobTableTest, AFailedWriteAfterTheLaunchKeepsTheJobRunningAndIsRetried) {
+  const JobId id = SubmitOk(NewJob());
+  faulty_->FailNthWrite(2, StoreFault::kFsyncError);  // 1: "starting", 2: "running".
+  Look();
+  EXPECT_EQ(sup_.Count("Launch"), 1);
+  EXPECT_EQ(Live(id).state, JobState::kRunning);
+  EXPECT_EQ(Stored(id).state, JobState::kStarting);  // Safe: recovery adopts it.
+  EXPECT_THAT(DegradedWhat(), Contains("storage"));
+  clock_.AdvanceMs(1000);
+  table_->Tick();
+  Job j = Stored(id);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.supervisor_pid, Live(id).supervisor_pid);
+  EXPECT_TRUE(table_->degraded().empty());
+}
+
+TEST_F(JobTableTest, AnEndThatCannotBeStoredIsKeptAndStoredOnceWritesSucceed) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  faulty_->FailEveryWrite(StoreFault::kReadOnly);
+  sup_.End(id, FakeSupervisors::Exited(3));
+  DeliverEnds();
+  EXPECT_EQ(Stored(id).state, JobState::kRunning);
+  EXPECT_EQ(Live(id).state, JobState::kFailed);  // Served from memory meanwhile.
+  EXPECT_EQ(Live(id).exit_code, 3);
+  clock_.AdvanceMs(1000);
+  table_->Tick();  // Still read-only: retried and kept.
+  EXPECT_EQ(Stored(id).state, JobState::kRunning);
+  faulty_->Heal();
+  clock_.AdvanceMs(1000);
+  table_->Tick();
+  EXPECT_EQ(Stored(id).state, JobState::kFailed);
+  EXPECT_EQ(Stored(id).exit_code, 3);
+  EXPECT_TRUE(table_->degraded().empty());
+}
+
+TEST_F(JobTableTest, CancellingARunningJobAsksItsSupervisorAndNeedsNoWrite) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  faulty_->FailEveryWrite(StoreFault::kDiskFull);
+  Result<JobState> r = table_->Control(id, "cancel", 1000, "ann");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, JobState::kRunning);
+  EXPECT_THAT(sup_.calls, Contains("RequestStop 1 cancelled"));
+  Result<JobState> other = table_->Control(id, "cancel", 1001, "bob");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().code, "forbidden");
+}
+
+TEST_F(JobTableTest, AdmissionRefusesWhatCanNeverRunHere) {
+  Look();
+  Result<JobId> r = table_->Submit(NewJob(3));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "unsatisfiable");
+  EXPECT_THAT(r.error().message, HasSubstr("--gpus 3"));
+  Job after = NewJob();
+  after.spec.after = {9999};
+  Result<JobId> a = table_->Submit(after);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().code, "unsatisfiable");
+  EXPECT_EQ(faulty_->writes(), 0);
+}
+
+TEST_F(JobTableTest, AGpuReadFailureIsLoggedAndDegradedInsteadOfZeroGpus) {
+  Snapshot s;
+  s.errors.push_back({"nvml", "driver_mismatch", "Driver/library version mismatch", {}, {}});
+  table_->OnSnapshot(s, true);
+  EXPECT_THAT(DegradedWhat(), Contains("gpus"));
+  EXPECT_TRUE(Logged("error: cannot read the GPUs: Driver/library version mismatch"));
+  Look();
+  EXPECT_TRUE(table_->degraded().empty());
+  EXPECT_TRUE(Logged("notice: the GPUs can be read again (2 GPUs)"));
+}
+
+// --- Recovery -----------------------------------------------------------------
+
+class RecoveryTest : public JobTableTest {
+ protected:
+  // Stores `j` directly, as a daemon that then died left it.
+  JobId Leave(Job j) {
+    Result<JobId> id = sqlite_->Insert(std::move(j));
+    EXPECT_TRUE(id.ok());
+    return id.ok() ? *id : 0;
+  }
+  static Job InState(JobState s, pid_t sup = 0) {
+    Job j = NewJob();
+    j.state = s;
+    if (sup) {
+      j.supervisor_pid = sup;
+      j.supervisor_start_ticks = 1000 + static_cast<uint64_t>(sup);
+      j.gpu_indices = {0};
+      j.start_unix_ms = 5;
+    }
+    return j;
+  }
+  FakeSupervisors::Run& LiveRun(JobId id, pid_t pid) {
+    FakeSupervisors::Run& r = sup_.RunOf(id);
+    r.pid = pid;
+    r.start_ticks = 1000 + static_cast<uint64_t>(pid);
+    r.alive = true;
+    return r;
+  }
+};
+
+TEST_F(RecoveryTest, EachStoredStateIsRecovered) {
+  const JobId queued = Leave(InState(JobState::kQueued));
+  const JobId held = Leave(InState(JobState::kHeld));
+  const JobId unlaunched = Leave(InState(JobState::kStarting));
+  const JobId adopted = Leave(InState(JobState::kRunning, 7001));
+  const JobId ended = Leave(InState(JobState::kRunning, 7002));
+  const JobId claimed = Leave(InState(JobState::kStarting));
+  LiveRun(adopted, 7001);
+  FakeSupervisors::Run& gone = LiveRun(ended, 7002);
+  gone.alive = false;
+  gone.exit =
+      Result<std::optional<ExitRecord>>(std::optional<ExitRecord>(FakeSupervisors::Exited(0)));
+  // A supervisor claimed this launch just before the daemon died, which
+  // never stored its PID.
+  FakeSupervisors::Run& c = LiveRun(claimed, 7003);
+  c.claim = Result<bool>(false);
+  c.launch = Result<std::optional<LaunchRecord>>(
+      std::optional<LaunchRecord>(LaunchRecord{true, 7003, 1000 + 7003}));
+  c.pid_record = Result<std::optional<PidRecord>>(std::optional<PidRecord>(PidRecord{7004, 1, 0}));
+
+  ASSERT_TRUE(table_->Recover().ok());
+  EXPECT_EQ(Stored(queued).state, JobState::kQueued);
+  EXPECT_EQ(Stored(held).state, JobState::kHeld);
+  EXPECT_EQ(Stored(unlaunched).state, JobState::kQueued);
+  EXPECT_EQ(Stored(unlaunched).requeues, 1u);
+  EXPECT_EQ(Stored(adopted).state, JobState::kRunning);
+  EXPECT_EQ(Stored(ended).state, JobState::kSucceeded);
+  EXPECT_EQ(Stored(claimed).state, JobState::kRunning);
+  EXPECT_EQ(Stored(claimed).supervisor_pid, 7003);
+  EXPECT_EQ(Stored(claimed).pid, 7004);
+  EXPECT_THAT(sup_.calls, Contains("Watch 7001"));
+  EXPECT_THAT(sup_.calls, Contains("Watch 7003"));
+  EXPECT_EQ(sup_.Count("Launch"), 0);
+  // Adopted runs are not this daemon's children: never reaped by it.
+  sup_.End(adopted, FakeSupervisors::Exited(1));
+  DeliverEnds();
+  EXPECT_EQ(Stored(adopted).state, JobState::kFailed);
+  EXPECT_EQ(sup_.Count("Reap"), 0);
+}
+
+TEST_F(RecoveryTest, RecoveryWritesThatFailAreRetriedAndTheJobsKeepTheirLiveState) {
+  const JobId unlaunched = Leave(InState(JobState::kStarting));
+  faulty_->FailEveryWrite(StoreFault::kReadOnly);
+  ASSERT_TRUE(table_->Recover().ok());
+  EXPECT_EQ(Live(unlaunched).state, JobState::kQueued);
+  EXPECT_EQ(Stored(unlaunched).state, JobState::kStarting);
+  EXPECT_THAT(DegradedWhat(), Contains("storage"));
+  faulty_->Heal();
+  clock_.AdvanceMs(1000);
+  table_->Tick();
+  EXPECT_EQ(Stored(unlaunched).state, JobState::kQueued);
+  EXPECT_EQ(Stored(unlaunched).requeues, 1u);
+}
+
+}  // namespace
+}  // namespace gw::queue

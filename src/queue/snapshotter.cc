@@ -1,0 +1,75 @@
+#include "queue/snapshotter.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace gw::queue {
+
+Snapshotter::Snapshotter(collect::CollectOptions options, const Clock& clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      nvml_(collect::NvmlProbeOptions(options_)),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  options_.nvml_session = &nvml_;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Snapshotter::~Snapshotter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Snapshotter::Request(bool full) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requested_ = true;
+    full_ |= full;
+  }
+  cv_.notify_all();
+}
+
+std::optional<Snapshotter::Look> Snapshotter::Take() {
+  uint64_t n;
+  while (read(wake_fd_.get(), &n, sizeof n) > 0) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<Look> out = std::move(ready_);
+  ready_.reset();
+  return out;
+}
+
+bool Snapshotter::busy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requested_ || running_;
+}
+
+void Snapshotter::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || requested_; });
+      if (stop_) return;
+      requested_ = false;
+      running_ = true;
+      options_.scan_device_files = full_;
+      full_ = false;
+    }
+    Look look{collect::Collect(options_, clock_), options_.scan_device_files};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = std::move(look);
+      running_ = false;
+    }
+    const uint64_t one = 1;
+    (void)!write(wake_fd_.get(), &one, sizeof one);
+  }
+}
+
+}  // namespace gw::queue
