@@ -20,9 +20,12 @@ enum ExitCode : int {
   kExitCleanIncomplete = 9,  // A process did not end, or its GPU memory was not released.
 
   // The queue's client commands (run, queue, jobs, cancel, hold, release, logs).
-  // `run --wait` exits with the job's own status instead once it ran.
+  // `run --wait` exits with the job's own status instead once it ran
+  // (docs/queue.md; cli::DescribeJobEnd).
   kExitNoDaemon = 15,         // gpuwardend cannot be reached.
   kExitRefusedByDaemon = 16,  // It refused: not your job, no such job, wrong state.
+  kExitStorageRefused = 18,   // It could not store the request (its disk refused): nothing done.
+  kExitUnsatisfiable = 19,    // The job can never run on this server: not queued.
 
   // `why` and `health` report their verdict in the exit code.
   kExitVerdictBusy = 10,         // why: genuine shortage or contention.
@@ -48,9 +51,16 @@ inline constexpr const char* kExitCodeHelp =
     "  7  not confirmed (no --yes and no terminal, or answered no): nothing was signalled\n"
     "  8  some processes named were refused (not yours, protected, gpuwarden itself)\n"
     "  9  incomplete: a process did not end, or its GPU memory was not released\n"
-    "run, queue, jobs, cancel, hold, release, logs (run --wait: the job's own status):\n"
+    "run, queue, jobs, cancel, hold, release, logs:\n"
     " 15  gpuwardend cannot be reached\n"
-    " 16  gpuwardend refused: not your job, no such job, or not in that state\n"
+    " 16  gpuwardend refused: not your job, no such job, not in that state, or\n"
+    "     a priority above 0 without root\n"
+    " 18  gpuwardend could not store the request (its disk refused): nothing was done\n"
+    " 19  the job can never run on this server (--gpus, --vram, --after, or a command\n"
+    "     that does not exist): it was not queued\n"
+    "run --wait: the job's own exit status (128+N when signal N killed it); 1 when it\n"
+    "  ended without one (cancelled, failed to start, time or VRAM limit, lost);\n"
+    "  130 after Ctrl-C (it cancels the job and waits until it ended)\n"
     "watch: 0 after q; 128+N when signal N ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)\n"
     "why and health report the verdict (status and events use the codes above);\n"
     "with --need, why answers the need first:\n"

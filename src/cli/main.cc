@@ -1,4 +1,6 @@
-// gpuwarden: see who holds which GPU, know why the server is busy.
+// gpuwarden-tools: the whole of gpuwarden — see who holds which GPU, know why
+// the server is busy. `gpuwarden` (front_main.cc) runs the queue's client
+// commands itself and execs this program for everything else (cli_options.h).
 //
 // main() only parses the command line and dispatches; each subcommand lives in
 // its own *_command.cc and returns an exit code from exit_codes.h.
@@ -9,9 +11,9 @@
 #include <string>
 
 #include "cli/clean_command.h"
+#include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
-#include "cli/queue_command.h"
 #include "cli/status_command.h"
 #include "cli/watch_command.h"
 #include "cli/why_command.h"
@@ -19,41 +21,15 @@
 
 namespace {
 
-constexpr const char* kDescription =
-    "gpuwarden — who holds which GPU on a shared server, and why it is busy.\n";
-
 int Main(int argc, char** argv) {
-  using gw::cli::ColorChoice;
-  CLI::App app{kDescription, "gpuwarden"};
+  CLI::App app{gw::cli::kDescription, "gpuwarden"};
   app.footer(gw::cli::kExitCodeHelp);
   app.set_version_flag("--version", "gpuwarden " GW_VERSION);
   app.require_subcommand(1);
 
   gw::cli::GlobalOptions global;
-  app.add_option("--sim", global.sim_scenario,
-                 "Read GPUs from gpuwarden's simulated NVML driven by this scenario file "
-                 "(see docs/scenarios.md)")
-      ->type_name("FILE");
-  app.add_option("--timeout", global.timeout_s,
-                 "Deadline in seconds for one probe of the driver; a driver that does not "
-                 "answer in time is reported as not responding")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.05, 600.0))
-      ->capture_default_str();
-  std::map<std::string, ColorChoice> colors = {{"auto", ColorChoice::kAuto},
-                                               {"always", ColorChoice::kAlways},
-                                               {"never", ColorChoice::kNever}};
-  app.add_option("--color", global.color,
-                 "Colour output: auto (a terminal, unless NO_COLOR is set), always, never")
-      ->type_name("WHEN")
-      ->transform(CLI::CheckedTransformer(colors, CLI::ignore_case));
-  app.add_option("--proc-root", global.proc_root,
-                 "Where the host's /proc is mounted (e.g. inside a container)")
-      ->type_name("DIR")
-      ->capture_default_str();
-  app.add_option("--dev-dir", global.dev_dir, "Where the NVIDIA device files are")
-      ->type_name("DIR")
-      ->capture_default_str();
+  std::string socket;
+  gw::cli::AddGlobalOptions(app, global, socket);
 
   gw::cli::StatusArgs status_args;
   CLI::App* status =
@@ -178,69 +154,9 @@ int Main(int argc, char** argv) {
   gw::cli::WatchArgs watch_args;
   CLI::App* watch = gw::cli::AddWatchSubcommand(app, watch_args);
 
-  // The queue (gpuwardend's clients).
-  std::string socket;
-  app.add_option("--socket", socket,
-                 "gpuwardend's socket (default: $GPUWARDEN_SOCKET, else the system daemon's, "
-                 "else your personal one)")
-      ->type_name("PATH");
-  gw::cli::RunArgs run_args;
-  CLI::App* run = app.add_subcommand(
-      "run", "Queue a command until GPUs with enough free VRAM exist, then run it (docs/queue.md)");
-  run->add_option("--gpus", run_args.gpus, "GPUs it needs (0 = none)")->capture_default_str();
-  run->add_option("--vram", run_args.vram, "GPU memory it needs on each GPU, e.g. 20G")
-      ->type_name("SIZE");
-  run->add_option("--max-util", run_args.max_util, "Only GPUs at most this busy (%)")
-      ->type_name("PCT");
-  run->add_option("--priority", run_args.priority, "Higher starts first (above 0: root only)");
-  run->add_option("--window", run_args.window,
-                  "Start only inside this daily window, e.g. 22:00-07:00")
-      ->type_name("HH:MM-HH:MM");
-  // A string, joined over repeats: a list option would take the `--` that
-  // starts the command as the end of its own values.
-  run->add_option("--after", run_args.after,
-                  "Start once these jobs succeeded (JOB[,JOB...]; repeatable)")
-      ->type_name("JOB")
-      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
-      ->delimiter(',');
-  run->add_flag("--nvlink", run_args.nvlink, "Multi-GPU: only NVLink-joined GPUs");
-  run->add_option("--name", run_args.name, "A name for the job");
-  run->add_option("--time-limit", run_args.time_limit, "Stop it after this long, e.g. 4h")
-      ->type_name("DURATION");
-  run->add_flag("--preemptible", run_args.preemptible,
-                "A higher-priority job may stop it (SIGTERM, grace, SIGKILL) and requeue it");
-  run->add_flag("--wait", run_args.wait,
-                "Stream its output and exit with its status; Ctrl-C cancels it (default on a "
-                "terminal)");
-  run->add_flag("--detach", run_args.detach, "Print the job id and return at once");
-  run->add_option("command", run_args.command, "The command and its arguments, after --")
-      ->required();
-  gw::cli::QueueArgs queue_args;
-  CLI::App* queue_cmd = app.add_subcommand("queue", "Running and waiting jobs, and why each waits");
-  queue_cmd->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
-  CLI::App* jobs =
-      app.add_subcommand("jobs", "Jobs, newest first, with how they ended; or named jobs in full");
-  jobs->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
-  jobs->add_flag("--all", queue_args.all, "Every job, not only the latest 50");
-  jobs->add_flag("--mine", queue_args.mine, "Only your jobs");
-  jobs->add_option("jobs", queue_args.ids,
-                   "Show these jobs in full (with their environment and directory, for their "
-                   "owner and root)")
-      ->type_name("JOB...");
-  std::map<std::string, CLI::App*> controls;
-  for (const char* op : {"cancel", "hold", "release"}) {
-    CLI::App* c = app.add_subcommand(
-        op, std::string(op) == "cancel"
-                ? "Cancel jobs (running ones are stopped: SIGTERM, grace, SIGKILL)"
-            : std::string(op) == "hold" ? "Keep waiting jobs from starting"
-                                        : "Let held jobs start again");
-    c->add_option("jobs", queue_args.ids, "Job ids")->required()->type_name("JOB...");
-    controls[op] = c;
-  }
-  CLI::App* logs = app.add_subcommand("logs", "A job's output");
-  logs->add_option("job", queue_args.ids, "Job id")->required()->type_name("JOB");
-  logs->add_flag("--stderr", queue_args.stderr_stream, "Its standard error instead");
-  logs->add_flag("-f,--follow", queue_args.follow, "Keep printing until the job ends");
+  // The queue (gpuwardend's clients); `gpuwarden` runs these itself.
+  gw::cli::QueueCommands queue;
+  gw::cli::AddQueueSubcommands(app, queue);
 
   try {
     app.parse(argc, argv);
@@ -264,17 +180,9 @@ int Main(int argc, char** argv) {
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
-  run_args.socket = socket;
-  queue_args.socket = socket;
   watch_args.socket = socket;
   if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
-  if (run->parsed()) return gw::cli::RunSubmit(run_args);
-  if (queue_cmd->parsed()) return gw::cli::RunQueue(queue_args);
-  if (jobs->parsed()) return gw::cli::RunJobs(queue_args);
-  for (const auto& [op, c] : controls) {
-    if (c->parsed()) return gw::cli::RunControl(queue_args, op);
-  }
-  if (logs->parsed()) return gw::cli::RunLogs(queue_args);
+  if (auto code = gw::cli::RunParsedQueueSubcommand(queue, socket)) return *code;
   return gw::cli::kExitUsage;
 }
 

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
 namespace gw::cli {
 
 struct RunArgs {
@@ -43,6 +47,31 @@ int RunQueue(const QueueArgs& args);                           // `gpuwarden que
 int RunJobs(const QueueArgs& args);                            // `gpuwarden jobs [--json] [JOB...]`
 int RunControl(const QueueArgs& args, const std::string& op);  // cancel / hold / release
 int RunLogs(const QueueArgs& args);
+
+// The parts with rules of their own, pure (tested in queue_command_test.cc).
+
+// How `run --wait` ends for a job that ended (JOB as in docs/protocol.md):
+// the job's own status when it exited (0..255) or a signal ended it
+// (128 + N); 1 when it ended without a status of its own (cancelled, failed
+// to start, time or VRAM limit, an --after job failed, lost); and the one
+// line (without "gpuwarden: ") saying why it ended. `interrupted_by`: the
+// signal that made `run --wait` cancel the job (SIGINT for Ctrl-C), 0 if
+// none; then the code is 128 + that signal, whatever the job did.
+struct WaitEnd {
+  int exit_code = 1;
+  std::string line;
+};
+WaitEnd DescribeJobEnd(const nlohmann::json& job, int interrupted_by);
+
+// The exit code for a failed request (queue::Client's errors and the
+// daemon's refusals): 15 unreachable, 2 bad request, 18 storage refused,
+// 19 unsatisfiable, 16 any other refusal.
+int ExitCodeForError(const Error& e);
+
+// What `cancel`/`hold`/`release` print after "job N: " for the daemon's
+// reply: a running job being cancelled is "stopping (SIGTERM, then SIGKILL
+// after 10s)", not its state "running".
+std::string ControlResultText(const std::string& op, const nlohmann::json& reply);
 
 }  // namespace gw::cli
 

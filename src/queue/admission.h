@@ -1,7 +1,23 @@
 // Admission: what the daemon refuses at submit because it can never run on
-// this server (error code "unsatisfiable", the message naming the flag and
-// why). Declared as the shared contract says; H-client owns this file and
-// its implementation (admission.cc).
+// this server, so that such a job is not accepted to wait forever (Slurm
+// refuses the same way). Pure: the daemon passes in what it knows about the
+// server and the queue.
+//
+// Refused (error code "unsatisfiable", the message names the flag and why):
+//   --gpus N        more GPUs than the server has
+//                   ("--gpus 3: this server has 2 GPUs");
+//   --vram SIZE     more than any GPU's total memory
+//                   ("--vram 100 GiB: no GPU here has that much (largest 80 GiB)"),
+//                   or, with --gpus N, more than N GPUs have
+//                   ("--gpus 2 --vram 60 GiB: only 1 GPU here has 60 GiB");
+//   --after JOB     a job that does not exist ("--after 9999: no such job").
+// These are the permanent cases of the policy's wait reasons "never_fits"
+// and "dependency" (policy.h). Everything that may change while the job
+// waits (free memory, health, utilisation, windows, per-user limits, the
+// topology) is left to the policy. A GPU whose total is unknown (0) counts as
+// big enough, as in the policy: a refusal must be certain. The client checks
+// separately that the command exists (ExecCandidates, runner.h), since only
+// it sees the caller's files.
 #ifndef GPUWARDEN_QUEUE_ADMISSION_H_
 #define GPUWARDEN_QUEUE_ADMISSION_H_
 
@@ -16,11 +32,14 @@
 namespace gw::queue {
 
 struct AdmissionFacts {
-  std::vector<uint64_t> gpu_total_bytes;  // Per GPU, NVML order; empty = unknown.
-  std::function<bool(JobId)> job_exists;  // For --after.
+  // Each GPU's total memory, NVML order; 0 = that GPU's total is unknown.
+  // Empty = the GPUs are unknown (no NVML yet): no GPU check is made.
+  std::vector<uint64_t> gpu_total_bytes;
+  // Whether a job id exists (any state), for --after. Unset: not checked.
+  std::function<bool(JobId)> job_exists;
 };
 
-// nullopt when the job may be queued; else why it never can.
+// nullopt when the job may be queued; else the first reason it never can.
 std::optional<Error> CheckAdmission(const JobSpec& spec, const AdmissionFacts& facts);
 
 }  // namespace gw::queue

@@ -243,7 +243,7 @@ class Gpus {
       // 90 % of total, as task-spooler's "free GPU": a display server or a
       // small idle holder does not make a GPU unusable for a whole-GPU job.
       const int64_t total = Signed(dev_[pos]->total_bytes.value_or(0));
-      return r.queue_jobs == 0 && r.free >= total - total / 10;
+      return r.queue_jobs == 0 && r.free >= total - total * (100 - kWholeGpuFreePct) / 100;
     }
     return r.whole_jobs == 0 && Available(rooms, pos) >= Signed(bytes);
   }

@@ -21,7 +21,7 @@
 // reserved.
 // A job that declared no VRAM (vram_bytes == 0, "the whole GPU") needs an
 // otherwise unused GPU: no queue job on it (running, starting, or started in
-// this pass) and NVML free memory >= 90 % of its total (task-spooler's
+// this pass) and NVML free memory >= kWholeGpuFreePct (90) % of its total (task-spooler's
 // "free" rule, tolerating a display server or a small idle holder). While it
 // runs, no other queue job is placed on its GPUs, whatever it allocated.
 //
@@ -127,6 +127,10 @@
 #include "queue/job.h"
 
 namespace gw::queue {
+
+// A job without --vram needs a GPU at least this free (percent of its total),
+// with no other queue job on it (see "A job that declared no VRAM" above).
+inline constexpr int64_t kWholeGpuFreePct = 90;
 
 // A process on a GPU that the queue did not start (for explanations).
 struct GpuHolder {

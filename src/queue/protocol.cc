@@ -1,11 +1,15 @@
 #include "queue/protocol.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -238,6 +242,9 @@ json JobToJson(const Job& job, bool with_private) {
   json argv = json::array();
   for (const auto& a : job.spec.argv) argv.push_back(BytesToJson(a));
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  // How it ended is unknown (null) until it has: a job preempted and put
+  // back keeps "preempted" in the store, but it has not ended.
+  const bool ended = IsTerminal(job.state);
   json j = {{"id", job.id},
             {"name", BytesToJson(job.spec.name)},
             {"user", job.owner.user},
@@ -261,8 +268,8 @@ json JobToJson(const Job& job, bool with_private) {
             {"pid", opt(job.pid)},
             {"exit_code", opt(job.exit_code)},
             {"exit_signal", opt(job.exit_signal)},
-            {"end_reason", job.end_reason},
-            {"end_detail", ToValidUtf8(job.end_detail)},
+            {"end_reason", ended ? json(job.end_reason) : json(nullptr)},
+            {"end_detail", ended ? json(ToValidUtf8(job.end_detail)) : json(nullptr)},
             {"peak_vram_bytes", opt(job.peak_vram_bytes)},
             {"requeues", job.requeues}};
   if (with_private) {
@@ -283,10 +290,11 @@ json ErrorReply(std::string_view code, std::string_view message) {
               {"error", {{"code", std::string(code)}, {"message", ToValidUtf8(message)}}}};
 }
 
-Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes) {
+Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes, int64_t timeout_ms) {
   // Only the bytes read since the last look are searched: a long reply
   // arrives in many chunks.
   size_t searched = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     const size_t nl = buffer.find('\n', searched);
     if (nl != std::string::npos) {
@@ -297,6 +305,19 @@ Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes) {
     searched = buffer.size();
     if (buffer.size() > max_bytes) {
       return MakeError("too_long", "message longer than " + std::to_string(max_bytes) + " bytes");
+    }
+    if (timeout_ms >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      pollfd p{fd, POLLIN, 0};
+      const int r =
+          left > 0 ? poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT32_MAX))) : 0;
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return MakeError("io", std::strerror(errno));
+      if (r == 0) {
+        return MakeError("timeout", "no reply within " + std::to_string(timeout_ms) + " ms");
+      }
     }
     char chunk[65536];
     const ssize_t n = read(fd, chunk, sizeof chunk);

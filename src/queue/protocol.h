@@ -15,6 +15,7 @@
 #define GPUWARDEN_QUEUE_PROTOCOL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,9 +57,11 @@ nlohmann::json ErrorReply(std::string_view code, std::string_view message);
 
 // Reads one line (without the newline) from `fd`, buffering in `buffer`
 // across calls. Errors: "closed" (EOF before a full line), "too_long" (no
-// newline within `max_bytes`), "io" (a read error, EAGAIN from a receive
-// timeout included). Blocking; for clients, which read replies.
-Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes = kMaxReplyBytes);
+// newline within `max_bytes`), "timeout" (no full line within `timeout_ms`;
+// negative = wait as long as it takes), "io" (a read error). For clients,
+// which read replies (queue/client.h).
+Result<std::string> ReadLine(int fd, std::string& buffer, size_t max_bytes = kMaxReplyBytes,
+                             int64_t timeout_ms = -1);
 // Writes `line` + '\n' entirely (retries on EINTR and short writes;
 // MSG_NOSIGNAL so a vanished peer is an error, not SIGPIPE).
 Status WriteLine(int fd, std::string_view line);

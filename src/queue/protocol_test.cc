@@ -148,6 +148,26 @@ TEST(Protocol, JobJsonHidesEnvironmentFromOthers) {
   EXPECT_EQ(mine["cwd"], "/home/alice/x");
 }
 
+// How a job ended is null until it has ended, also for a job that was
+// preempted and put back (its store row keeps "preempted").
+TEST(Protocol, JobJsonEndReasonIsNullUntilTheJobEnded) {
+  Job job;
+  job.id = 6;
+  job.spec = FullSpec();
+  job.state = JobState::kRunning;
+  EXPECT_TRUE(JobToJson(job, false)["end_reason"].is_null());
+  EXPECT_TRUE(JobToJson(job, false)["end_detail"].is_null());
+  job.state = JobState::kQueued;
+  job.end_reason = "preempted";
+  job.end_detail = "stopped for a higher-priority job; back in the queue";
+  EXPECT_TRUE(JobToJson(job, false)["end_reason"].is_null());
+  job.state = JobState::kFailed;
+  job.end_reason = "time_limit";
+  job.end_detail = "";
+  EXPECT_EQ(JobToJson(job, false)["end_reason"], "time_limit");
+  EXPECT_EQ(JobToJson(job, false)["end_detail"], "");
+}
+
 // Replies may be longer than requests: a client reads up to kMaxReplyBytes by
 // default, and a line in several reads (a newline at a chunk's edge included).
 TEST(Protocol, ReadLineTakesLongRepliesAndRefusesEndlessOnes) {

@@ -560,10 +560,17 @@ class Painter {
     int running = 0;
     int waiting = 0;
     for (const QueueJob& j : q.jobs) (j.state == "running" ? running : waiting)++;
-    s_.Put(0, y0,
-           q.jobs.empty() ? "QUEUE empty"
-                          : fmt::format("QUEUE {} running · {} waiting", running, waiting),
-           kBold);
+    std::string head = q.jobs.empty()
+                           ? "QUEUE empty"
+                           : fmt::format("QUEUE {} running · {} waiting", running, waiting);
+    if (!q.degraded.empty()) {
+      // The daemon cannot do all it should (its disk refused): say so first.
+      std::string what;
+      for (const std::string& d : q.degraded) what += (what.empty() ? "" : "; ") + d;
+      s_.Put(0, y0, TruncateToWidth(head + " · DEGRADED: " + what, W()), Fg(Color::kYellow));
+    } else {
+      s_.Put(0, y0, head, kBold);
+    }
     const int lines = plan_.queue_lines - 1;
     const bool more = static_cast<int>(q.jobs.size()) > lines;
     const int show = more ? lines - 1 : static_cast<int>(q.jobs.size());
@@ -585,7 +592,7 @@ class Painter {
       std::string line =
           fmt::format("  {:>5} {} {} {} {}x{} {} {}", j.id, PadRight(j.user, 8),
                       PadRight(j.state, 8), PadRight(where, 12), j.gpus,
-                      j.vram_bytes ? ShortBytes(j.vram_bytes) : "any", PadLeft(since, 6), j.name);
+                      j.vram_bytes ? ShortBytes(j.vram_bytes) : "whole", PadLeft(since, 6), j.name);
       if (!j.wait_message.empty()) line += " — waits: " + j.wait_message;
       s_.Put(0, y, TruncateToWidth(line, W()),
              j.state == "running" ? kPlain : (j.state == "held" ? kDim : Fg(Color::kYellow)));

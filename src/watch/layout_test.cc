@@ -167,6 +167,26 @@ TEST(Layout, EightGpusAt200x60ShowEveryMetricWithHistory) {
   EXPECT_EQ(s.RowText(59).rfind("q quit", 0), 0u);
 }
 
+// A degraded daemon (its disk refused a write) is said on the queue's first
+// line; a job without --vram needs a whole GPU, not "any" memory.
+TEST(Layout, QueuePanelSaysTheDaemonIsDegraded) {
+  Fixture f(testing::EightGpus(4), 3);
+  f.model.queue.state = QueueView::State::kOk;
+  f.model.queue.now_unix_ms = testing::kTime;
+  f.model.queue.degraded = {"storage: queue storage not writable: no space left on device"};
+  QueueJob wait;
+  wait.id = 13;
+  wait.user = "bob";
+  wait.state = "queued";
+  wait.gpus = 1;
+  wait.position = 1;
+  f.model.queue.jobs = {wait};
+  const Screen s = f.Draw(200, 60);
+  const int q = RowOf(s, "QUEUE 0 running · 1 waiting · DEGRADED: storage: queue storage not");
+  ASSERT_GT(q, 0) << s.Text();
+  EXPECT_NE(s.RowText(q + 1).find("1xwhole"), std::string::npos) << s.RowText(q + 1);
+}
+
 TEST(Layout, DriverNotRespondingIsSaidAndOldValuesAreMarkedStale) {
   Fixture f(testing::TwoGpus());
   f.model.driver_stuck = true;

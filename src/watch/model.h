@@ -26,7 +26,7 @@ struct QueueJob {
   std::string name;
   std::string state;  // "running", "queued", "held", "starting", ...
   unsigned gpus = 0;
-  uint64_t vram_bytes = 0;  // Per GPU; 0 = not declared.
+  uint64_t vram_bytes = 0;  // Per GPU; 0 = not declared: a whole GPU (queue/policy.h).
   std::optional<int> position;
   std::vector<unsigned> gpu_indices;  // Where it runs.
   std::string wait_code;              // "resources", "held", ... ("" when running).
@@ -46,6 +46,9 @@ struct QueueView {
   std::string message;         // For kNoDaemon and kError; sanitised.
   std::vector<QueueJob> jobs;  // Running first, then waiting in order.
   int64_t now_unix_ms = 0;     // The daemon's clock.
+  // What the daemon says it cannot do now ("storage: queue storage not
+  // writable: ..."), one line each, sanitised; empty when it is fine.
+  std::vector<std::string> degraded;
 };
 
 // What one round of the probe thread produced.

@@ -1,10 +1,7 @@
 #include "watch/queue_view.h"
 
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include "core/text.h"
+#include "queue/client.h"
 #include "queue/protocol.h"
 
 namespace gw::watch {
@@ -50,6 +47,14 @@ QueueView ParseQueueReply(const json& reply) {
   }
   view.state = QueueView::State::kOk;
   view.now_unix_ms = IntField(reply, "now_unix_ms").value_or(0);
+  if (auto d = reply.find("degraded"); d != reply.end() && d->is_array()) {
+    for (const json& e : *d) {
+      if (!e.is_object()) continue;
+      const std::string what = StringField(e, "what", "?");
+      const std::string detail = StringField(e, "detail", "");
+      view.degraded.push_back(detail.empty() ? what : what + ": " + detail);
+    }
+  }
   auto jobs = reply.find("jobs");
   if (jobs == reply.end() || !jobs->is_array()) return view;
   for (const json& j : *jobs) {
@@ -83,36 +88,22 @@ QueueView ParseQueueReply(const json& reply) {
 
 QueueView FetchQueue(const std::string& socket_path, int64_t timeout_ms) {
   QueueView view;
-  auto fd = queue::ConnectToDaemon(socket_path);
-  if (!fd.ok()) {
+  auto client = queue::Client::Connect(socket_path, timeout_ms);
+  if (!client.ok()) {
     view.state = QueueView::State::kNoDaemon;
     view.message = "no gpuwardend";
     return view;
   }
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout_ms / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout_ms % 1000) * 1000);
-  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  json request = {{"v", queue::kProtocolVersion}, {"op", "queue"}};
-  std::string buffer;
-  if (Status s = queue::WriteLine(*fd, request.dump()); !s.ok()) {
-    close(*fd);
-    view.state = QueueView::State::kNoDaemon;
-    view.message = "gpuwardend did not take the request";
-    return view;
-  }
-  // A timeout makes read() fail with EAGAIN, which ReadLine reports as an
-  // error: the daemon is busy or stuck, and the panel says so.
-  auto line = queue::ReadLine(*fd, buffer);
-  close(*fd);
-  if (!line.ok()) {
+  auto reply = client->Call({{"op", "queue"}});
+  if (!reply.ok()) {
+    // Busy or stuck, or it refused: the panel says so.
     view.state = QueueView::State::kError;
-    view.message = "gpuwardend did not answer in time";
+    view.message = reply.error().code == queue::kClientNoReply
+                       ? "gpuwardend did not answer in time"
+                       : SanitizeForTerminal(reply.error().message);
     return view;
   }
-  json reply = json::parse(*line, nullptr, false);
-  return ParseQueueReply(reply);
+  return ParseQueueReply(*reply);
 }
 
 }  // namespace gw::watch

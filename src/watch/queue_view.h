@@ -14,14 +14,14 @@
 namespace gw::watch {
 
 // The view of a `queue` reply ({"ok": true, "jobs": [...], "now_unix_ms":
-// N}). Tolerant: unknown fields are ignored and missing ones left empty (the
-// daemon may add or drop private fields such as env and cwd); a reply that
-// is not ok gives kError with the daemon's message. Pure.
+// N, "degraded": [{"what", "detail", "since_unix_ms"}]}). Tolerant: unknown fields are ignored and
+// missing ones left empty (the daemon may add or drop private fields such as env and cwd); a reply
+// that is not ok gives kError with the daemon's message. Pure.
 QueueView ParseQueueReply(const nlohmann::json& reply);
 
-// Connects to `socket_path`, sends {"v":1,"op":"queue"} and reads the reply,
-// each step within `timeout_ms` (SO_SNDTIMEO/SO_RCVTIMEO). kNoDaemon when
-// nothing listens there.
+// Asks the daemon at `socket_path` for its queue (queue::Client), the
+// request and its reply each within `timeout_ms`. kNoDaemon when nothing
+// listens there; kError when it does not answer in time or refuses.
 QueueView FetchQueue(const std::string& socket_path, int64_t timeout_ms);
 
 }  // namespace gw::watch

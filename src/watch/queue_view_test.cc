@@ -71,6 +71,20 @@ TEST(QueueView, AnErrorReplyOrGarbageIsAnError) {
   EXPECT_EQ(ParseQueueReply(json::parse(R"({"ok":"yes"})")).state, QueueView::State::kError);
 }
 
+// The daemon's "degraded" entries (its disk refused a write): one line each,
+// sanitised; entries of the wrong shape are skipped.
+TEST(QueueView, ParsesWhatTheDaemonSaysIsDegraded) {
+  const QueueView v = ParseQueueReply(json::parse(R"({"ok":true,"jobs":[],"degraded":[
+      {"what":"storage","detail":"queue storage not writable: no space left on device\u001b[2J",
+       "since_unix_ms":5},
+      "not an object", {"what":"storage"}]})"));
+  ASSERT_EQ(v.state, QueueView::State::kOk);
+  EXPECT_EQ(v.degraded, (std::vector<std::string>{
+                            "storage: queue storage not writable: no space left on device\\x1b[2J",
+                            "storage"}));
+  EXPECT_TRUE(ParseQueueReply(json::parse(R"({"ok":true,"jobs":[]})")).degraded.empty());
+}
+
 TEST(QueueView, NoSocketMeansNoDaemon) {
   const QueueView v = FetchQueue("/nonexistent/gpuwarden-test.sock", 100);
   EXPECT_EQ(v.state, QueueView::State::kNoDaemon);

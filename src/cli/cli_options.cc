@@ -1,0 +1,145 @@
+#include "cli/cli_options.h"
+
+#include <array>
+
+namespace gw::cli {
+namespace {
+
+// The global options that take a value (`--sim FILE`), for SubcommandOf.
+constexpr std::array<std::string_view, 6> kValueOptions = {"--sim",       "--timeout", "--color",
+                                                           "--proc-root", "--dev-dir", "--socket"};
+
+constexpr std::array<std::string_view, 7> kQueueSubcommands = {"run",  "queue",   "jobs", "cancel",
+                                                               "hold", "release", "logs"};
+
+}  // namespace
+
+void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket) {
+  app.add_option(std::string(kValueOptions[0]), global.sim_scenario,
+                 "Read GPUs from gpuwarden's simulated NVML driven by this scenario file "
+                 "(see docs/scenarios.md)")
+      ->type_name("FILE");
+  app.add_option(std::string(kValueOptions[1]), global.timeout_s,
+                 "Deadline in seconds for one probe of the driver; a driver that does not "
+                 "answer in time is reported as not responding")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.05, 600.0))
+      ->capture_default_str();
+  std::map<std::string, ColorChoice> colors = {{"auto", ColorChoice::kAuto},
+                                               {"always", ColorChoice::kAlways},
+                                               {"never", ColorChoice::kNever}};
+  app.add_option(std::string(kValueOptions[2]), global.color,
+                 "Colour output: auto (a terminal, unless NO_COLOR is set), always, never")
+      ->type_name("WHEN")
+      ->transform(CLI::CheckedTransformer(colors, CLI::ignore_case));
+  app.add_option(std::string(kValueOptions[3]), global.proc_root,
+                 "Where the host's /proc is mounted (e.g. inside a container)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  app.add_option(std::string(kValueOptions[4]), global.dev_dir, "Where the NVIDIA device files are")
+      ->type_name("DIR")
+      ->capture_default_str();
+  app.add_option(std::string(kValueOptions[5]), socket,
+                 "gpuwardend's socket (default: $GPUWARDEN_SOCKET, else the system daemon's, "
+                 "else your personal one)")
+      ->type_name("PATH");
+}
+
+void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
+  RunArgs& run_args = q.run_args;
+  QueueArgs& queue_args = q.queue_args;
+  CLI::App* run = app.add_subcommand(
+      "run", "Queue a command until GPUs with enough free VRAM exist, then run it (docs/queue.md)");
+  run->add_option("--gpus", run_args.gpus, "GPUs it needs (0 = none)")->capture_default_str();
+  run->add_option("--vram", run_args.vram,
+                  "GPU memory it needs on each GPU, e.g. 20G (without it: a whole GPU, at least "
+                  "90 % free)")
+      ->type_name("SIZE");
+  run->add_option("--max-util", run_args.max_util, "Only GPUs at most this busy (%)")
+      ->type_name("PCT");
+  run->add_option("--priority", run_args.priority, "Higher starts first (above 0: root only)");
+  run->add_option("--window", run_args.window,
+                  "Start only inside this daily window, e.g. 22:00-07:00")
+      ->type_name("HH:MM-HH:MM");
+  // A string, joined over repeats: a list option would take the `--` that
+  // starts the command as the end of its own values.
+  run->add_option("--after", run_args.after,
+                  "Start once these jobs succeeded (JOB[,JOB...]; repeatable)")
+      ->type_name("JOB")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
+      ->delimiter(',');
+  run->add_flag("--nvlink", run_args.nvlink, "Multi-GPU: only NVLink-joined GPUs");
+  run->add_option("--name", run_args.name, "A name for the job");
+  run->add_option("--time-limit", run_args.time_limit, "Stop it after this long, e.g. 4h")
+      ->type_name("DURATION");
+  run->add_flag("--preemptible", run_args.preemptible,
+                "A higher-priority job may stop it (SIGTERM, grace, SIGKILL) and requeue it");
+  run->add_flag("--wait", run_args.wait,
+                "Stream its output and exit with its status; Ctrl-C cancels it (default on a "
+                "terminal)");
+  run->add_flag("--detach", run_args.detach, "Print the job id and return at once");
+  run->add_option("command", run_args.command, "The command and its arguments, after --")
+      ->required();
+  q.run = run;
+  q.queue = app.add_subcommand("queue", "Running and waiting jobs, and why each waits");
+  q.queue->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
+  CLI::App* jobs =
+      app.add_subcommand("jobs", "Jobs, newest first, with how they ended; or named jobs in full");
+  jobs->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
+  jobs->add_flag("--all", queue_args.all, "Every job, not only the latest 50");
+  jobs->add_flag("--mine", queue_args.mine, "Only your jobs");
+  jobs->add_option("jobs", queue_args.ids,
+                   "Show these jobs in full (with their environment and directory, for their "
+                   "owner and root)")
+      ->type_name("JOB...");
+  q.jobs = jobs;
+  for (const char* op : {"cancel", "hold", "release"}) {
+    CLI::App* c = app.add_subcommand(
+        op, std::string(op) == "cancel"
+                ? "Cancel jobs (running ones are stopped: SIGTERM, grace, SIGKILL)"
+            : std::string(op) == "hold" ? "Keep waiting jobs from starting"
+                                        : "Let held jobs start again");
+    c->add_option("jobs", queue_args.ids, "Job ids")->required()->type_name("JOB...");
+    q.controls[op] = c;
+  }
+  CLI::App* logs = app.add_subcommand("logs", "A job's output");
+  logs->add_option("job", queue_args.ids, "Job id")->required()->type_name("JOB");
+  logs->add_flag("--stderr", queue_args.stderr_stream, "Its standard error instead");
+  logs->add_flag("-f,--follow", queue_args.follow, "Keep printing until the job ends");
+  q.logs = logs;
+}
+
+std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string& socket) {
+  q.run_args.socket = socket;
+  q.queue_args.socket = socket;
+  if (q.run->parsed()) return RunSubmit(q.run_args);
+  if (q.queue->parsed()) return RunQueue(q.queue_args);
+  if (q.jobs->parsed()) return RunJobs(q.queue_args);
+  for (const auto& [op, c] : q.controls) {
+    if (c->parsed()) return RunControl(q.queue_args, op);
+  }
+  if (q.logs->parsed()) return RunLogs(q.queue_args);
+  return std::nullopt;
+}
+
+std::string_view SubcommandOf(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return "";
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "--version") return "";
+    if (arg.empty() || arg[0] != '-') return arg;
+    for (std::string_view opt : kValueOptions) {
+      if (arg == opt) ++i;  // Its value is the next argument ("--sim=F" is one).
+    }
+  }
+  return "";
+}
+
+bool IsQueueSubcommand(std::string_view name) {
+  for (std::string_view q : kQueueSubcommands) {
+    if (name == q) return true;
+  }
+  return false;
+}
+
+}  // namespace gw::cli

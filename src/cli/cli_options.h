@@ -1,0 +1,57 @@
+// The command line shared by gpuwarden's two programs: the global options and
+// the queue's subcommands (run, queue, jobs, cancel, hold, release, logs).
+//
+// `gpuwarden` is a small front (front_main.cc) that runs the queue's client
+// commands itself and execs the full program, gpuwarden-tools (main.cc), for
+// everything else. A submit from a shell then starts a process that loads
+// libstdc++, fmt and the C library only, not NVML's, ncurses, pugixml, toml++
+// and zlib, and does not build every subcommand's parser: `gpuwarden run
+// --detach` is as fast as task-spooler's `tsp` (docs/benchmarks.md). Both
+// programs register these options from here, so they parse the same
+// command line the same way.
+#ifndef GPUWARDEN_CLI_CLI_OPTIONS_H_
+#define GPUWARDEN_CLI_CLI_OPTIONS_H_
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cli/global_options.h"
+#include "cli/queue_command.h"
+
+namespace gw::cli {
+
+inline constexpr const char* kDescription =
+    "gpuwarden — who holds which GPU on a shared server, and why it is busy.\n";
+
+// --sim, --timeout, --color, --proc-root, --dev-dir and --socket.
+void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket);
+
+// The queue's subcommands, parsed into `args`.
+struct QueueCommands {
+  RunArgs run_args;
+  QueueArgs queue_args;
+  CLI::App* run = nullptr;
+  CLI::App* queue = nullptr;
+  CLI::App* jobs = nullptr;
+  std::map<std::string, CLI::App*> controls;  // cancel, hold, release
+  CLI::App* logs = nullptr;
+};
+void AddQueueSubcommands(CLI::App& app, QueueCommands& q);
+
+// After app.parse(): runs the queue subcommand that was parsed and returns
+// its exit code; nullopt when none was.
+std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string& socket);
+
+// The subcommand named on the command line: the first argument that is not
+// an option or a global option's value, as AddGlobalOptions defines them;
+// "" when there is none, or an option before it asks for help or the
+// version (the whole program answers those).
+std::string_view SubcommandOf(int argc, char** argv);
+bool IsQueueSubcommand(std::string_view name);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_CLI_OPTIONS_H_

@@ -1,0 +1,79 @@
+#include "queue/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace gw::queue {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+JobSpec Spec(unsigned gpus, uint64_t vram_bytes) {
+  JobSpec s;
+  s.argv = {"/bin/true"};
+  s.cwd = "/";
+  s.gpus = gpus;
+  s.vram_bytes = vram_bytes;
+  return s;
+}
+
+AdmissionFacts TwoGpus(uint64_t a, uint64_t b) {
+  AdmissionFacts f;
+  f.gpu_total_bytes = {a, b};
+  f.job_exists = [](JobId id) { return std::set<JobId>{1, 2, 3}.count(id) > 0; };
+  return f;
+}
+
+std::string Refusal(const JobSpec& spec, const AdmissionFacts& facts) {
+  auto e = CheckAdmission(spec, facts);
+  if (!e) return "";
+  EXPECT_EQ(e->code, "unsatisfiable");
+  return e->message;
+}
+
+TEST(Admission, AcceptsWhatFitsSomeday) {
+  const AdmissionFacts f = TwoGpus(80 * kGiB, 80 * kGiB);
+  EXPECT_EQ(Refusal(Spec(1, 0), f), "");
+  EXPECT_EQ(Refusal(Spec(2, 80 * kGiB), f), "");  // Exactly a whole GPU each.
+  EXPECT_EQ(Refusal(Spec(0, 0), f), "");
+  JobSpec after = Spec(1, 20 * kGiB);
+  after.after = {1, 3};
+  EXPECT_EQ(Refusal(after, f), "");
+}
+
+TEST(Admission, RefusesMoreGpusThanTheServerHas) {
+  EXPECT_EQ(Refusal(Spec(3, 0), TwoGpus(80 * kGiB, 80 * kGiB)), "--gpus 3: this server has 2 GPUs");
+  AdmissionFacts one;
+  one.gpu_total_bytes = {16 * kGiB};
+  EXPECT_EQ(Refusal(Spec(2, 0), one), "--gpus 2: this server has 1 GPU");
+}
+
+TEST(Admission, RefusesMoreMemoryThanAnyGpuHas) {
+  EXPECT_EQ(Refusal(Spec(1, 100 * kGiB), TwoGpus(80 * kGiB, 40 * kGiB)),
+            "--vram 100 GiB: no GPU here has that much (largest 80 GiB)");
+  // Two GPUs asked, only one big enough.
+  EXPECT_EQ(Refusal(Spec(2, 60 * kGiB), TwoGpus(80 * kGiB, 40 * kGiB)),
+            "--gpus 2 --vram 60 GiB: only 1 GPU here has 60 GiB");
+}
+
+// Never must be certain: a GPU whose total is unknown may be big enough, and
+// a server whose GPUs are unknown (no NVML yet) refuses nothing on GPUs.
+TEST(Admission, UnknownGpusRefuseNothing) {
+  EXPECT_EQ(Refusal(Spec(1, 100 * kGiB), TwoGpus(0, 40 * kGiB)), "");
+  EXPECT_EQ(Refusal(Spec(2, 100 * kGiB), TwoGpus(0, 40 * kGiB)),
+            "--gpus 2 --vram 100 GiB: only 1 GPU here has 100 GiB");
+  AdmissionFacts unknown;
+  EXPECT_EQ(Refusal(Spec(8, 500 * kGiB), unknown), "");
+}
+
+TEST(Admission, RefusesAfterAJobThatDoesNotExist) {
+  JobSpec s = Spec(1, 0);
+  s.after = {2, 9999, 3};
+  EXPECT_EQ(Refusal(s, TwoGpus(80 * kGiB, 80 * kGiB)), "--after 9999: no such job");
+  AdmissionFacts no_lookup;
+  EXPECT_EQ(Refusal(s, no_lookup), "");
+}
+
+}  // namespace
+}  // namespace gw::queue
