@@ -14,6 +14,7 @@
 
 #include "os/errno_text.h"
 #include "os/unique_fd.h"
+#include "proc/device_files.h"
 #include "proc/proc_parse.h"
 #include "proc/users.h"
 
@@ -338,10 +339,7 @@ Result<std::vector<std::string>> ProcReader::ListDriverGpus() {
 }
 
 Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, HolderScanStats* stats) {
-  std::string want = match.dir;
-  while (want.size() > 1 && want.back() == '/') want.pop_back();
-  if (want != "/") want += '/';
-  want += match.prefix;
+  const std::string want = DeviceFilePrefix(match.dir, match.prefix);
 
   os::UniqueFd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() < 0) {

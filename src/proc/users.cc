@@ -26,16 +26,35 @@ bool IsNotFound(int rc) {
   return rc == 0 || rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM;
 }
 
-// Runs call(entry, buffer, size, &found) -> errno value with a buffer that
-// grows on ERANGE, and converts the entry found.
-template <typename Entry, typename Out, typename Call, typename Convert>
-Result<std::optional<Out>> Lookup(const std::string& what, size_t initial_buffer, int sysconf_name,
-                                  Call call, Convert convert) {
-  std::vector<char> buffer(FirstBufferSize(initial_buffer, sysconf_name));
+std::string Str(const char* s) { return s != nullptr ? s : ""; }
+
+PasswdEntry Convert(const passwd& pw) {
+  return PasswdEntry{Str(pw.pw_name),  pw.pw_uid,      pw.pw_gid,
+                     Str(pw.pw_gecos), Str(pw.pw_dir), Str(pw.pw_shell)};
+}
+
+GroupEntry Convert(const group& gr) {
+  GroupEntry out{Str(gr.gr_name), gr.gr_gid, {}};
+  for (char** m = gr.gr_mem; m != nullptr && *m != nullptr; ++m) out.members.emplace_back(*m);
+  return out;
+}
+
+int SizeHintName(const passwd*) { return _SC_GETPW_R_SIZE_MAX; }
+int SizeHintName(const group*) { return _SC_GETGR_R_SIZE_MAX; }
+
+// Runs one of the reentrant lookups (getpwuid_r, getgrnam_r, ...) with a
+// buffer that grows on ERANGE, and converts the entry found.
+template <typename Entry, typename Key>
+auto Lookup(int (*lookup)(Key, Entry*, char*, size_t, Entry**), Key key, const std::string& what,
+            size_t initial_buffer)
+    -> Result<std::optional<decltype(Convert(std::declval<const Entry&>()))>> {
+  using Out = decltype(Convert(std::declval<const Entry&>()));
+  std::vector<char> buffer(
+      FirstBufferSize(initial_buffer, SizeHintName(static_cast<Entry*>(nullptr))));
   for (;;) {
     Entry entry{};
     Entry* found = nullptr;
-    const int rc = call(&entry, buffer.data(), buffer.size(), &found);
+    const int rc = lookup(key, &entry, buffer.data(), buffer.size(), &found);
     if (rc == ERANGE) {
       if (buffer.size() >= kMaxLookupBuffer) {
         return MakeError("unavailable", what + ": the entry is larger than " +
@@ -44,59 +63,30 @@ Result<std::optional<Out>> Lookup(const std::string& what, size_t initial_buffer
       buffer.resize(std::min(buffer.size() * 2, kMaxLookupBuffer));
       continue;
     }
-    if (rc == 0 && found != nullptr) return std::optional<Out>(convert(*found));
+    if (rc == 0 && found != nullptr) return std::optional<Out>(Convert(*found));
     if (IsNotFound(rc)) return std::optional<Out>();
     return MakeError("unavailable", what + ": " + os::ErrnoText(rc));
   }
 }
 
-std::string Str(const char* s) { return s != nullptr ? s : ""; }
-
-PasswdEntry FromPasswd(const passwd& pw) {
-  return PasswdEntry{Str(pw.pw_name),  pw.pw_uid,      pw.pw_gid,
-                     Str(pw.pw_gecos), Str(pw.pw_dir), Str(pw.pw_shell)};
-}
-
-GroupEntry FromGroup(const group& gr) {
-  GroupEntry out{Str(gr.gr_name), gr.gr_gid, {}};
-  for (char** m = gr.gr_mem; m != nullptr && *m != nullptr; ++m) out.members.emplace_back(*m);
-  return out;
-}
-
 }  // namespace
 
 Result<std::optional<PasswdEntry>> LookupPasswdByUid(uid_t uid, size_t initial_buffer) {
-  return Lookup<passwd, PasswdEntry>(
-      "passwd lookup of uid " + std::to_string(uid), initial_buffer, _SC_GETPW_R_SIZE_MAX,
-      [uid](passwd* e, char* b, size_t n, passwd** f) { return getpwuid_r(uid, e, b, n, f); },
-      FromPasswd);
+  return Lookup(getpwuid_r, uid, "passwd lookup of uid " + std::to_string(uid), initial_buffer);
 }
 
 Result<std::optional<PasswdEntry>> LookupPasswdByName(const std::string& name,
                                                       size_t initial_buffer) {
-  return Lookup<passwd, PasswdEntry>(
-      "passwd lookup of user " + name, initial_buffer, _SC_GETPW_R_SIZE_MAX,
-      [&name](passwd* e, char* b, size_t n, passwd** f) {
-        return getpwnam_r(name.c_str(), e, b, n, f);
-      },
-      FromPasswd);
+  return Lookup(getpwnam_r, name.c_str(), "passwd lookup of user " + name, initial_buffer);
 }
 
 Result<std::optional<GroupEntry>> LookupGroupByGid(gid_t gid, size_t initial_buffer) {
-  return Lookup<group, GroupEntry>(
-      "group lookup of gid " + std::to_string(gid), initial_buffer, _SC_GETGR_R_SIZE_MAX,
-      [gid](group* e, char* b, size_t n, group** f) { return getgrgid_r(gid, e, b, n, f); },
-      FromGroup);
+  return Lookup(getgrgid_r, gid, "group lookup of gid " + std::to_string(gid), initial_buffer);
 }
 
 Result<std::optional<GroupEntry>> LookupGroupByName(const std::string& name,
                                                     size_t initial_buffer) {
-  return Lookup<group, GroupEntry>(
-      "group lookup of " + name, initial_buffer, _SC_GETGR_R_SIZE_MAX,
-      [&name](group* e, char* b, size_t n, group** f) {
-        return getgrnam_r(name.c_str(), e, b, n, f);
-      },
-      FromGroup);
+  return Lookup(getgrnam_r, name.c_str(), "group lookup of " + name, initial_buffer);
 }
 
 Result<std::vector<gid_t>> SupplementaryGroups(const std::string& user, gid_t primary_gid,
