@@ -899,6 +899,10 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
   }
 }
 
+// Its own bounded read, not gw::os::ReadFileBounded, on purpose: this file is
+// built into the simulated libnvidia-ml.so.1, which any NVML client may load,
+// so it links nothing of the product (sim/CMakeLists.txt: only nlohmann_json
+// and threads) and its symbols stay hidden inside the library.
 Result<Scenario> LoadScenarioFile(const std::string& path, const EnvLookup& env) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

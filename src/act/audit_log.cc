@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +15,10 @@
 
 #include "core/json_out.h"
 #include "core/text.h"
+#include "os/errno_text.h"
+#include "os/file_io.h"
+#include "os/unique_fd.h"
+#include "proc/users.h"
 
 namespace gw::act {
 namespace {
@@ -55,30 +58,6 @@ Error LogError(const std::string& path, std::string_view reason) {
   return MakeError("io", fmt::format("audit log {}: {}", SanitizeForTerminal(path), reason));
 }
 
-// Closes a descriptor on every return path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-  // Closes now; returns close()'s errno, 0 on success.
-  int Close() {
-    const int fd = std::exchange(fd_, -1);
-    return fd >= 0 && close(fd) != 0 ? errno : 0;
-  }
-
- private:
-  int fd_;
-};
-
 // mkdir -p of `dir`, each created directory set to exactly `mode`. Walks with
 // directory descriptors, and reopens what it created without following a
 // symlink, so that nobody who can write to a parent can swap a created
@@ -86,7 +65,7 @@ class Fd {
 // symlinks included, are used as they are (as mkdir -p does). Returns 0 or an
 // errno.
 int MakeParents(const std::string& dir, mode_t mode) {
-  Fd at(open(dir.starts_with('/') ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd at(open(dir.starts_with('/') ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (at.get() < 0) return errno;
   size_t pos = 0;
   while (pos < dir.size()) {
@@ -104,7 +83,7 @@ int MakeParents(const std::string& dir, mode_t mode) {
     const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (created ? O_NOFOLLOW : 0);
     const int next = openat(at.get(), name.c_str(), flags);
     if (next < 0) return errno;
-    at.reset(next);
+    at.Reset(next);
     // mkdir's mode was narrowed by the umask; the contract is the exact mode.
     if (created && fchmod(at.get(), mode) != 0) return errno;
   }
@@ -125,29 +104,35 @@ std::string OpenFailure(const std::string& path, int err) {
     return "is a symbolic link; refusing to follow it";
   }
   if (err == ENXIO) return "is a FIFO or socket with no reader, not a regular file";
-  return fmt::format("cannot open: {}", std::strerror(err));
+  return fmt::format("cannot open: {}", os::ErrnoText(err));
 }
 
 Status AppendLine(const std::string& path, mode_t dir_mode, const std::string& line) {
   if (path.empty()) return MakeError("io", "audit log: no path to write to");
   // O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking.
   // O_NOFOLLOW: a symlink planted at the path fails with ELOOP.
-  constexpr int kFlags =
-      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY;
-  Fd fd(open(path.c_str(), kFlags, 0600));
+  constexpr int kFlags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY;
+  // First without O_CREAT, to know whether this call creates the file (its
+  // directory entry then needs a sync too).
+  os::UniqueFd fd(open(path.c_str(), kFlags));
+  bool created = false;
+  if (fd.get() < 0 && errno == ENOENT) {
+    created = true;
+    fd.Reset(open(path.c_str(), kFlags | O_CREAT, 0600));
+  }
   if (fd.get() < 0 && errno == ENOENT) {
     const int err = MakeParents(ParentDir(path), dir_mode);
     if (err != 0) {
       return LogError(path, fmt::format("cannot create {}: {}",
-                                        SanitizeForTerminal(ParentDir(path)), std::strerror(err)));
+                                        SanitizeForTerminal(ParentDir(path)), os::ErrnoText(err)));
     }
-    fd.reset(open(path.c_str(), kFlags, 0600));
+    fd.Reset(open(path.c_str(), kFlags | O_CREAT, 0600));
   }
   if (fd.get() < 0) return LogError(path, OpenFailure(path, errno));
 
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) {
-    return LogError(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+    return LogError(path, fmt::format("cannot stat: {}", os::ErrnoText(errno)));
   }
   if (!S_ISREG(st.st_mode)) return LogError(path, "is not a regular file");
   // A file someone else owns is one they can rewrite; a second hard link
@@ -167,12 +152,21 @@ Status AppendLine(const std::string& path, mode_t dir_mode, const std::string& l
   do {
     n = write(fd.get(), line.data(), line.size());
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return LogError(path, fmt::format("cannot write: {}", std::strerror(errno)));
+  if (n < 0) return LogError(path, fmt::format("cannot write: {}", os::ErrnoText(errno)));
   if (static_cast<size_t>(n) != line.size()) {
     return LogError(path, fmt::format("short write ({} of {} bytes)", n, line.size()));
   }
-  if (const int err = fd.Close(); err != 0) {
-    return LogError(path, fmt::format("cannot close: {}", std::strerror(err)));
+  // A record of a kill must outlive a crash of the machine right after it.
+  if (fdatasync(fd.get()) != 0) {
+    return LogError(path, fmt::format("cannot sync: {}", os::ErrnoText(errno)));
+  }
+  if (close(fd.Release()) != 0) {
+    return LogError(path, fmt::format("cannot close: {}", os::ErrnoText(errno)));
+  }
+  if (created) {
+    if (Status synced = os::FsyncDir(ParentDir(path)); !synced.ok()) {
+      return LogError(path, SanitizeForTerminal(synced.error().message));
+    }
   }
   return Status::Ok();
 }
@@ -183,20 +177,9 @@ std::string StateFilePath(std::string_view base, std::string_view rest) {
 }
 
 std::string PasswdHome(uid_t uid) {
-  long size = sysconf(_SC_GETPW_R_SIZE_MAX);
-  if (size <= 0) size = 4096;
-  std::string buf(static_cast<size_t>(size), '\0');
-  while (true) {
-    passwd pw{};
-    passwd* found = nullptr;
-    const int err = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
-    if (err == ERANGE && buf.size() < (1u << 20)) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (err != 0 || found == nullptr || pw.pw_dir == nullptr) return "";
-    return pw.pw_dir;
-  }
+  Result<std::optional<proc::PasswdEntry>> entry = proc::LookupPasswdByUid(uid);
+  if (!entry.ok() || !*entry) return "";
+  return (*entry)->home;
 }
 
 }  // namespace

@@ -64,9 +64,11 @@ class AuditSink {
 //
 // On each Append the file is opened with
 // O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NONBLOCK|O_NOFOLLOW|O_NOCTTY (mode 0600
-// when created), written with ONE write() of "json\n" and closed again, so
-// concurrent gpuwarden processes never interleave within a line and a rotated
-// log is picked up at once. Missing parent directories are created (mkdir -p)
+// when created), written with ONE write() of "json\n", fdatasync'd (and the
+// directory fsync'd when this Append created the file, so that the record of
+// a kill survives a crash of the machine) and closed again, so concurrent
+// gpuwarden processes never interleave within a line and a rotated log is
+// picked up at once. Missing parent directories are created (mkdir -p)
 // with `dir_mode`, set exactly (not narrowed by the umask); existing ones are
 // left alone.
 //

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "proc/device_files.h"
+
 namespace gw::act {
 namespace {
 
@@ -15,20 +17,6 @@ struct Holding {
   bool vram_known = true;
   Opt<unsigned> sm_pct;
 };
-
-// "/dev/nvidia3" -> 3; control and UVM devices are not one GPU.
-Opt<unsigned> DeviceMinor(std::string_view path) {
-  constexpr std::string_view kPrefix = "/dev/nvidia";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  std::string_view digits = path.substr(kPrefix.size());
-  if (digits.empty() || digits.size() > 4) return std::nullopt;
-  unsigned n = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<unsigned>(c - '0');
-  }
-  return n;
-}
 
 std::map<pid_t, Holding> Holdings(const Snapshot& latest) {
   std::map<pid_t, Holding> out;
@@ -48,7 +36,7 @@ std::map<pid_t, Holding> Holdings(const Snapshot& latest) {
   }
   for (const auto& [pid, host] : latest.processes) {
     for (const std::string& file : host.device_files) {
-      const Opt<unsigned> minor = DeviceMinor(file);
+      const Opt<unsigned> minor = proc::GpuDeviceMinor(file, latest.device_dir);
       if (!minor) continue;
       auto it = gpu_by_minor.find(*minor);
       if (it != gpu_by_minor.end()) out[pid].gpus.insert(it->second);

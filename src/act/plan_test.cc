@@ -292,6 +292,22 @@ TEST(Plan, DeviceFileHoldersMapToTheirGpu) {
   EXPECT_EQ(p.act[0].reason, Reason::kStaleDeviceHolder);
 }
 
+TEST(Plan, DeviceFilesAreReadUnderTheSnapshotsDeviceDirectory) {
+  // Scanned with --dev-dir /tmp/gw-dev: GPU 1's file is /tmp/gw-dev/nvidia1,
+  // and a /dev/nvidia0 path (not in that directory) is no GPU of this server.
+  World w;
+  w.snap.device_dir = "/tmp/gw-dev/";
+  HostProcess stale = Proc(600, kAlice, 1, 600, 600, "python");
+  stale.device_files = {"/dev/nvidia0", "/tmp/gw-dev/nvidia1", "/tmp/gw-dev/nvidiactl"};
+  w.Put(stale);
+  w.findings = {Found("UNLISTED_DEVICE_HOLDER", {600})};
+  Plan p = w.Make({.mode = PlanMode::kClean});
+  ASSERT_EQ(Pids(p.act), (std::vector<pid_t>{600}));
+  EXPECT_EQ(p.act[0].gpus, (std::vector<unsigned>{1}));
+  Plan on_gpu0 = w.Make({.mode = PlanMode::kClean, .gpus = {0}});
+  EXPECT_TRUE(on_gpu0.act.empty());
+}
+
 TEST(Plan, OtherFindingsAreNotCandidates) {
   World w;
   w.findings = {Found("UNINTERRUPTIBLE_HOLDER", {300}), Found("VRAM_EXHAUSTED", {}),

@@ -1,27 +1,20 @@
 #include "act/process_control.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
+#include "os/errno_text.h"
+#include "os/pidfd.h"
+#include "os/unique_fd.h"
 #include "proc/proc_parse.h"
+#include "proc/proc_reader.h"
 
 namespace gw::act {
 namespace {
-
-// Raw syscalls: glibc's wrappers need headers newer than some build hosts.
-int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
-int PidfdSendSignal(int fd, int sig) {
-  return static_cast<int>(syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
-}
 
 struct StatRead {
   bool exists = false;
@@ -31,75 +24,69 @@ struct StatRead {
 
 class RealHandle final : public ProcessHandle {
  public:
-  RealHandle(pid_t pid, int fd, uint64_t start_ticks) : pid_(pid), fd_(fd), ticks_(start_ticks) {}
-  ~RealHandle() override {
-    if (fd_ >= 0) close(fd_);
-  }
-  RealHandle(const RealHandle&) = delete;
-  RealHandle& operator=(const RealHandle&) = delete;
+  RealHandle(pid_t pid, os::UniqueFd fd, uint64_t start_ticks)
+      : pid_(pid), fd_(std::move(fd)), ticks_(start_ticks) {}
   pid_t pid() const override { return pid_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   uint64_t start_ticks() const { return ticks_; }
 
  private:
   pid_t pid_;
-  int fd_;  // -1 without pidfd support.
+  os::UniqueFd fd_;  // Not valid without pidfd support.
   uint64_t ticks_;
 };
 
 class RealProcessControl final : public ProcessControl {
  public:
-  explicit RealProcessControl(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+  explicit RealProcessControl(std::string proc_root) : reader_(std::move(proc_root)) {}
 
   Result<std::unique_ptr<ProcessHandle>> Open(pid_t pid, uint64_t start_ticks) override {
     if (pid <= 0) return MakeError("error", "invalid PID " + std::to_string(pid));
     // Pin first, then check: if the check passes, the pidfd refers to the
     // process that was checked, whatever happens to the PID afterwards.
-    int fd = PidfdOpen(pid);
-    if (fd < 0 && errno == ESRCH) return MakeError("gone", "no such process");
-    if (fd < 0 && errno != ENOSYS) {
-      return MakeError("error", std::string("pidfd_open: ") + std::strerror(errno));
+    Result<os::UniqueFd> pinned = os::PidfdOpen(pid);
+    os::UniqueFd fd;
+    if (pinned.ok()) {
+      fd = std::move(pinned).value();
+    } else if (pinned.error().code == "gone") {
+      return MakeError("gone", "no such process");
+    } else if (pinned.error().code != "unsupported") {
+      return MakeError("error", pinned.error().message);
     }
     StatRead now = ReadStat(pid);
-    auto fail = [fd](Error e) -> Result<std::unique_ptr<ProcessHandle>> {
-      if (fd >= 0) close(fd);
-      return e;
-    };
-    if (!now.exists || !now.start_ticks) return fail(MakeError("gone", "no such process"));
+    if (!now.exists || !now.start_ticks) return MakeError("gone", "no such process");
     if (*now.start_ticks != start_ticks) {
-      return fail(MakeError("reused", "the PID now belongs to another process, started later"));
+      return MakeError("reused", "the PID now belongs to another process, started later");
     }
     if (now.state == ProcessState::kZombie || now.state == ProcessState::kDead) {
-      return fail(MakeError("gone", "it has already exited"));
+      return MakeError("gone", "it has already exited");
     }
-    return std::unique_ptr<ProcessHandle>(new RealHandle(pid, fd, start_ticks));
+    return std::unique_ptr<ProcessHandle>(new RealHandle(pid, std::move(fd), start_ticks));
   }
 
   Status Signal(ProcessHandle& process, int signal) override {
     auto& h = static_cast<RealHandle&>(process);
-    int rc;
     if (h.fd() >= 0) {
-      rc = PidfdSendSignal(h.fd(), signal);
-    } else {
-      // No pidfd: the narrowest window we have is a check right before kill.
-      StatRead now = ReadStat(h.pid());
-      if (!now.exists || now.start_ticks != h.start_ticks()) {
-        return MakeError("gone", "it has exited");
-      }
-      rc = kill(h.pid(), signal);
+      Status sent = os::PidfdSendSignal(h.fd(), signal);
+      if (sent.ok()) return sent;
+      if (sent.error().code == "gone") return MakeError("gone", "it has exited");
+      if (sent.error().code == "denied") return MakeError("denied", "permission denied");
+      return MakeError("error", sent.error().message);
     }
-    if (rc == 0) return Status::Ok();
+    // No pidfd: the narrowest window we have is a check right before kill.
+    StatRead now = ReadStat(h.pid());
+    if (!now.exists || now.start_ticks != h.start_ticks()) {
+      return MakeError("gone", "it has exited");
+    }
+    if (kill(h.pid(), signal) == 0) return Status::Ok();
     if (errno == ESRCH) return MakeError("gone", "it has exited");
     if (errno == EPERM) return MakeError("denied", "permission denied");
-    return MakeError("error", std::strerror(errno));
+    return MakeError("error", os::ErrnoText(errno));
   }
 
   bool Exited(ProcessHandle& process) override {
     auto& h = static_cast<RealHandle&>(process);
-    if (h.fd() >= 0) {
-      pollfd p{h.fd(), POLLIN, 0};
-      if (poll(&p, 1, 0) > 0) return true;
-    }
+    if (h.fd() >= 0 && os::PidfdExited(h.fd())) return true;
     StatRead now = ReadStat(h.pid());
     return !now.exists || now.start_ticks != h.start_ticks() ||
            now.state == ProcessState::kZombie || now.state == ProcessState::kDead;
@@ -133,13 +120,11 @@ class RealProcessControl final : public ProcessControl {
   }
 
  private:
+  // Any failure to read the stat file (gone, unreadable, malformed) counts
+  // as no such process: nothing is signalled on a guess.
   StatRead ReadStat(pid_t pid) const {
     StatRead out;
-    std::ifstream in(proc_root_ + "/" + std::to_string(pid) + "/stat");
-    if (!in) return out;
-    std::stringstream text;
-    text << in.rdbuf();
-    Result<proc::StatFields> stat = proc::ParseStat(text.str());
+    Result<proc::StatFields> stat = reader_.ReadStat(pid);
     if (!stat.ok()) return out;
     out.exists = true;
     out.start_ticks = stat->start_ticks;
@@ -147,7 +132,7 @@ class RealProcessControl final : public ProcessControl {
     return out;
   }
 
-  std::string proc_root_;
+  const proc::ProcReader reader_;
 };
 
 struct NamedSignal {

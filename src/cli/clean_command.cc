@@ -1,6 +1,5 @@
 #include "cli/clean_command.h"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "core/clock.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "proc/users.h"
 #include "render/clean.h"
 
 namespace gw::cli {
@@ -34,13 +34,9 @@ std::optional<uid_t> ResolveUser(const std::string& name) {
       name.size() < 10) {
     return static_cast<uid_t>(std::stoul(name));
   }
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    return std::nullopt;
-  }
-  return found->pw_uid;
+  Result<std::optional<proc::PasswdEntry>> entry = proc::LookupPasswdByName(name);
+  if (!entry.ok() || !*entry) return std::nullopt;
+  return (*entry)->uid;
 }
 
 // Asks on the terminal. Only called when stdin is one.

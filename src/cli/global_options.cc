@@ -5,11 +5,11 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <system_error>
 #include <vector>
+
+#include "os/file_io.h"
 
 namespace gw::cli {
 namespace {
@@ -44,17 +44,11 @@ Result<std::string> FindSimulatorLibrary() {
 }
 
 // The scenario must at least be a readable JSON file; the simulator checks the
-// rest and names the problem itself.
+// rest and names the problem itself (and refuses more than 64 MiB: so here).
 Status CheckScenarioFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return MakeError("bad_input",
-                     fmt::format("--sim {}: cannot open: {}", path,
-                                 std::error_code(errno, std::generic_category()).message()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto parsed = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  Result<std::string> text = os::ReadFileBounded(path, size_t{64} << 20);
+  if (!text.ok()) return MakeError("bad_input", "--sim " + text.error().message);
+  auto parsed = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return MakeError("bad_input", fmt::format("--sim {}: not valid JSON", path));
   }

@@ -136,6 +136,7 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
     snapshot.source_detail = options.scenario;
   }
   snapshot.time_unix_ms = now_unix_ms;
+  snapshot.device_dir = options.device_dir;
 
   if (options.scan_processes) {
     snapshot.processes_scanned = true;

@@ -1,13 +1,8 @@
 #include "config/config.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <string_view>
 
@@ -15,6 +10,7 @@
 
 #include "core/text.h"
 #include "core/units.h"
+#include "os/file_io.h"
 
 namespace gw::config {
 namespace {
@@ -69,39 +65,15 @@ std::string_view TypeWithArticle(toml::node_type type) {
   return "nothing";
 }
 
-// Reads the whole file. Opened non-blocking so that a FIFO at the path fails
-// the regular-file check instead of waiting for a writer.
+// Reads the whole file; anything but a regular file is refused (a FIFO at
+// once, without waiting for a writer).
 Result<std::string> ReadConfigFile(const std::string& path, bool* missing) {
-  *missing = false;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) *missing = true;
-    return FileError(path, fmt::format("cannot open: {}", std::strerror(err)));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    return FileError(path, fmt::format("cannot stat: {}", std::strerror(errno)));
-  }
-  if (S_ISDIR(st.st_mode)) return FileError(path, "is a directory, not a file");
-  if (!S_ISREG(st.st_mode)) return FileError(path, "is not a regular file");
-  std::string content;
-  char buf[8192];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return FileError(path, fmt::format("cannot read: {}", std::strerror(errno)));
-    }
-    if (n == 0) break;
-    content.append(buf, static_cast<size_t>(n));
-    if (content.size() > kMaxConfigBytes) return FileError(path, "larger than 1 MiB");
-  }
-  return content;
+  Result<std::string> content = os::ReadFileBounded(path, kMaxConfigBytes, {.regular_only = true});
+  *missing = !content.ok() && content.error().code == "not_found";
+  if (content.ok()) return content;
+  if (content.error().code == "too_large") return FileError(path, "larger than 1 MiB");
+  // "PATH: PROBLEM", PATH from the environment or the command line.
+  return MakeError("bad_input", SanitizeForTerminal(content.error().message));
 }
 
 // Parses a duration value of [clean] into seconds in [0, kMaxDurationS].

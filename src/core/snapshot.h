@@ -261,6 +261,9 @@ struct Snapshot {
   std::vector<TopologyLink> topology;
   std::map<pid_t, HostProcess> processes;  // Every GPU process and device-file holder.
   bool processes_scanned = false;          // /proc was consulted (not in offline mode).
+  // Where the paths in processes[].device_files live (--dev-dir): GPU N's
+  // device file is <device_dir>/nvidia<N> (proc::GpuDeviceMinor).
+  std::string device_dir = "/dev";
   std::vector<ProbeError> errors;
   bool timed_out = false;  // The probe hit its deadline; some values are missing.
   // The GPUs the NVIDIA kernel driver has probed: the entries of

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 
 #include <fmt/format.h>
 
 #include "core/text.h"
 #include "core/units.h"
+#include "proc/device_files.h"
 
 namespace gw::diagnose::internal {
 namespace {
@@ -78,26 +78,10 @@ RuleContext::RuleContext(std::span<const Snapshot> history, const DiagnoseOption
   }
 }
 
-namespace {
-
-// "/dev/nvidia3" -> 3; nullopt for nvidiactl, nvidia-uvm, nvidia-caps/..., ...
-Opt<unsigned> DeviceMinor(std::string_view path) {
-  constexpr std::string_view kPrefix = "/dev/nvidia";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  std::string_view digits = path.substr(kPrefix.size());
-  if (digits.empty()) return std::nullopt;
-  unsigned minor = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return minor;
-}
-
-}  // namespace
-
 std::vector<size_t> HeldGpus(const Snapshot& snapshot, const HostProcess& host) {
   std::vector<size_t> out;
   for (const std::string& file : host.device_files) {
-    Opt<unsigned> minor = DeviceMinor(file);
+    Opt<unsigned> minor = proc::GpuDeviceMinor(file, snapshot.device_dir);
     if (!minor) continue;
     for (size_t i = 0; i < snapshot.gpus.size(); ++i) {
       if (snapshot.gpus[i].minor_number == minor &&

@@ -71,8 +71,8 @@ class RuleContext {
   mutable Opt<std::vector<Holding>> holdings_;
 };
 
-// Positions in snapshot.gpus of the GPUs whose /dev/nvidiaN `host` holds
-// (matched by minor number); control files do not count.
+// Positions in snapshot.gpus of the GPUs whose <snapshot.device_dir>/nvidiaN
+// `host` holds (matched by minor number); control files do not count.
 std::vector<size_t> HeldGpus(const Snapshot& snapshot, const HostProcess& host);
 // The driver lists `pid` on some GPU of the snapshot.
 bool ListedAnywhere(const Snapshot& snapshot, pid_t pid);

@@ -1,10 +1,5 @@
 #include "import/nvsmi_xml.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <exception>
 #include <initializer_list>
 #include <limits>
@@ -12,7 +7,6 @@
 #include <new>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -20,6 +14,7 @@
 #include <pugixml.hpp>
 
 #include "import/nvsmi_values.h"
+#include "os/file_io.h"
 
 namespace gw::import {
 namespace {
@@ -496,7 +491,8 @@ Gpu ReadGpu(pugi::xml_node node, unsigned index, IssueLog* log) {
   ReadEccCounts(r, "ecc_errors/volatile", &gpu.ecc.volatile_corrected,
                 &gpu.ecc.volatile_uncorrected, &gpu.ecc.volatile_sram_uncorrected,
                 &gpu.ecc.volatile_dram_uncorrected);
-  gpu.ecc.sram_threshold_exceeded = r.Flag("ecc_errors/aggregate/sram_threshold_exceeded", "Yes", "No");
+  gpu.ecc.sram_threshold_exceeded =
+      r.Flag("ecc_errors/aggregate/sram_threshold_exceeded", "Yes", "No");
   ReadEccCounts(r, "ecc_errors/aggregate", &gpu.ecc.aggregate_corrected,
                 &gpu.ecc.aggregate_uncorrected);
 
@@ -742,59 +738,18 @@ Result<Snapshot> ParseChecked(std::string_view xml, const std::string& name, uin
   return snapshot;
 }
 
-// Closes a descriptor on every return path.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() { ::close(fd_); }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
-
-std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
-
+// The dump, read whole and bounded. Pipes and devices are read too (a dump
+// can come through a process substitution); only the bound ends those.
 Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    const int err = errno;
-    const bool missing = err == ENOENT || err == ENOTDIR;
-    return MakeError(missing ? "not_found" : "unreadable",
-                     path + ": cannot open: " + ErrnoText(err));
+  Result<std::string> data = os::ReadFileBounded(path, static_cast<size_t>(max_bytes));
+  if (data.ok()) return data;
+  const Error& e = data.error();
+  if (e.code == "not_found") return e;
+  if (e.code == "too_large") {
+    return MakeError("too_large", path + ": more than " + LimitText(max_bytes) +
+                                      "; dumps that large are refused");
   }
-  FdCloser closer(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    return MakeError("unreadable", path + ": cannot stat: " + ErrnoText(errno));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return MakeError("unreadable", path + ": is a directory, not an nvidia-smi dump");
-  }
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return MakeError("too_large", path + ": " + std::to_string(st.st_size) + " bytes; dumps over " +
-                                      LimitText(max_bytes) + " are refused");
-  }
-  std::string data;
-  if (S_ISREG(st.st_mode)) data.reserve(static_cast<size_t>(st.st_size));
-  // Pipes and /proc-like files have no size: read up to one byte past the cap.
-  char buffer[1 << 16];
-  while (true) {
-    const uint64_t room = max_bytes + 1 - data.size();
-    const ssize_t n = ::read(fd, buffer, room < sizeof(buffer) ? room : sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return MakeError("unreadable", path + ": read failed: " + ErrnoText(errno));
-    }
-    if (n == 0) break;
-    data.append(buffer, static_cast<size_t>(n));
-    if (data.size() > max_bytes) {
-      return MakeError("too_large", path + ": more than " + LimitText(max_bytes) +
-                                        "; dumps that large are refused");
-    }
-  }
-  return data;
+  return MakeError("unreadable", e.message);
 }
 
 }  // namespace

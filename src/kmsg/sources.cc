@@ -25,30 +25,16 @@
 #include <nlohmann/json.hpp>
 
 #include "kmsg/scan.h"
+#include "os/errno_text.h"
+#include "os/unique_fd.h"
 
 extern char** environ;
 
 namespace gw::kmsg {
 namespace {
 
-std::string ErrnoText(int e) { return std::error_code(e, std::generic_category()).message(); }
-
-// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
+using os::ErrnoText;
+using os::UniqueFd;
 
 // read() that retries on EINTR. Returns bytes read, 0 at EOF, -1 with errno.
 ssize_t ReadSome(int fd, void* buf, size_t n) {
@@ -300,7 +286,7 @@ const OtherFormat* OtherCompression(std::string_view head) {
 }
 
 std::string ReadBootId(const std::string& path) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return "";
   char buf[128];
   const ssize_t n = ReadSome(fd.get(), buf, sizeof buf);
@@ -393,7 +379,7 @@ void SortChronologically(std::vector<KernelEvent>* events) {
 
 Status ReadLogFile(const std::string& path, NvrmParser& parser,
                    std::vector<std::string>* warnings) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     const int e = errno;
     if (e == ENOENT) return MakeError("not_found", path + ": no such file");
@@ -563,29 +549,26 @@ Result<SourceRead> LogFileSource::Read(const SourceContext& ctx) {
 // ---------------------------------------------------------------------------
 // /dev/kmsg
 
-DevKmsg::~DevKmsg() {
-  if (fd_ >= 0) close(fd_);
-}
-
 Status DevKmsg::Open() {
-  fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int e = errno;
+  UniqueFd fd(open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  const int e = errno;
+  fd_ = std::move(fd);
+  if (!fd_.valid()) {
     std::string why = path_ + ": " + ErrnoText(e);
     if (e == EPERM || e == EACCES) why += " (needs root, or sysctl kernel.dmesg_restrict=0)";
     return MakeError("unavailable", why);
   }
   // From the first record after the last `dmesg --clear`, like dmesg itself.
-  lseek(fd_, 0, SEEK_DATA);
+  lseek(fd_.get(), 0, SEEK_DATA);
   buf_.resize(16384);  // Larger than the kernel's longest record (8 KiB).
   return Status::Ok();
 }
 
 Result<bool> DevKmsg::Next(std::string* record) {
-  if (fd_ < 0) return MakeError("io", path_ + ": not open");
+  if (!fd_.valid()) return MakeError("io", path_ + ": not open");
   if (bytes_ >= kMaxKmsgBytes) return false;
   for (;;) {
-    const ssize_t n = read(fd_, buf_.data(), buf_.size());
+    const ssize_t n = read(fd_.get(), buf_.data(), buf_.size());
     if (n > 0) {
       bytes_ += static_cast<uint64_t>(n);
       record->assign(buf_.data(), static_cast<size_t>(n));
@@ -730,9 +713,9 @@ Result<SourceRead> JournalSource::Read(const SourceContext& ctx) {
 
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return MakeError("unavailable", "pipe: " + ErrnoText(errno));
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return MakeError("unavailable", "pipe: " + ErrnoText(errno));
-  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

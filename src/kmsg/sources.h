@@ -28,6 +28,7 @@
 #include "core/result.h"
 #include "kmsg/kernel_event.h"
 #include "kmsg/nvrm_parser.h"
+#include "os/unique_fd.h"
 
 namespace gw::kmsg {
 
@@ -95,15 +96,12 @@ class KmsgDevice {
 class DevKmsg final : public KmsgDevice {
  public:
   explicit DevKmsg(std::string path = "/dev/kmsg") : path_(std::move(path)) {}
-  ~DevKmsg() override;
-  DevKmsg(const DevKmsg&) = delete;
-  DevKmsg& operator=(const DevKmsg&) = delete;
   Status Open() override;
   Result<bool> Next(std::string* record) override;
 
  private:
   std::string path_;
-  int fd_ = -1;
+  os::UniqueFd fd_;
   uint64_t bytes_ = 0;
   std::string buf_;
 };

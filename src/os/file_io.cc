@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 
 #include "os/errno_text.h"
 #include "os/unique_fd.h"
@@ -12,14 +14,18 @@
 namespace gw::os {
 namespace {
 
-Error IoError(const std::string& what, int err) { return MakeError("io", what + ": " + ErrnoText(err)); }
+Error IoError(const std::string& what, int err) {
+  return MakeError("io", what + ": " + ErrnoText(err));
+}
 
 // Writes `content` to a temporary file beside `name`; the caller renames or
-// links it into place. Temporary names carry the writer's PID, so concurrent
-// writers (two claimants) never share one.
+// links it into place. Temporary names carry the writer's PID and a serial
+// number, so concurrent writers (two claimants, two threads) never share one.
 Result<std::string> WriteTemp(const std::string& dir, const std::string& name,
                               std::string_view content, Sync sync, unsigned mode) {
-  std::string tmp = dir + "/." + name + ".tmp." + std::to_string(getpid());
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp = dir + "/." + name + ".tmp." + std::to_string(getpid()) + "." +
+                    std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                    static_cast<mode_t>(mode)));
   if (!fd.valid()) return IoError(tmp, errno);
@@ -59,23 +65,39 @@ Result<std::string> ReadFileBounded(const std::string& path, size_t max_bytes,
                                     ReadOptions options) {
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
   if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+  // A FIFO without a writer would block open(); refused below anyway.
+  if (options.regular_only) flags |= O_NONBLOCK;
   UniqueFd fd(open(path.c_str(), flags));
   if (!fd.valid()) {
     const int err = errno;
-    if (err == ENOENT) return MakeError("not_found", path + ": " + ErrnoText(err));
-    return IoError(path, err);
+    if (err == ENOENT || err == ENOTDIR) {
+      return MakeError("not_found", path + ": cannot open: " + ErrnoText(err));
+    }
+    return MakeError("io", path + ": cannot open: " + ErrnoText(err));
   }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0)
+    return MakeError("io", path + ": cannot stat: " + ErrnoText(errno));
+  if (S_ISDIR(st.st_mode)) return MakeError("io", path + ": is a directory, not a file");
+  if (options.regular_only && !S_ISREG(st.st_mode)) {
+    return MakeError("io", path + ": is not a regular file");
+  }
+  auto too_large = [&] {
+    return MakeError("too_large", path + ": larger than " + std::to_string(max_bytes) + " bytes");
+  };
+  // A regular file's size refuses it before any byte is read (a sparse
+  // file can claim terabytes); the loop still checks, because the size
+  // is only what it was at fstat, and pipes and /proc files report none.
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
   std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
   char buffer[65536];
   for (;;) {
     const ssize_t n = read(fd.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError(path, errno);
+    if (n < 0) return MakeError("io", path + ": cannot read: " + ErrnoText(errno));
     if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return MakeError("too_large",
-                       path + ": larger than " + std::to_string(max_bytes) + " bytes");
-    }
+    if (out.size() + static_cast<size_t>(n) > max_bytes) return too_large();
     out.append(buffer, static_cast<size_t>(n));
   }
   return out;

@@ -18,13 +18,20 @@ bool WriteAll(int fd, std::string_view data);
 
 struct ReadOptions {
   bool follow_symlinks = true;  // false: a symlink is refused (ELOOP, code "io").
+  // true: anything but a regular file (a FIFO, a device, a socket) is refused
+  // with "PATH: is not a regular file", without waiting for a FIFO's writer.
+  // false: pipes and devices are read to their end (still bounded).
+  bool regular_only = false;
 };
 
 // Reads the whole file at `path`. A file larger than `max_bytes` (also one
 // that grows past it while it is read) is an error, never a silently cut
-// text. Errors: "not_found" (it does not exist), "too_large" (message names
-// the path and the limit), "io" (anything else); the message names the path
-// and the problem.
+// text; a regular file whose size is already over it is refused unread. A
+// directory is always refused. Errors, each message "PATH: PROBLEM":
+//   "not_found"  it does not exist (ENOENT, ENOTDIR): "PATH: cannot open: ..."
+//   "too_large"  "PATH: larger than N bytes"
+//   "io"         anything else: "PATH: cannot open|stat|read: <errno text>",
+//                "PATH: is a directory, not a file", "PATH: is not a regular file".
 Result<std::string> ReadFileBounded(const std::string& path, size_t max_bytes,
                                     ReadOptions options = {});
 
@@ -37,7 +44,7 @@ Status FsyncDir(const std::string& dir);
 enum class Sync { kDurable, kProcessCrashOnly };
 
 // Replaces dir/name with `content`: written to a temporary file in `dir`
-// (".NAME.tmp.PID", mode `mode`), fsync'd (kDurable), renamed over dir/name,
+// (".NAME.tmp.PID.N", mode `mode`), fsync'd (kDurable), renamed over dir/name,
 // the directory fsync'd (kDurable). A reader sees the old file or the new one,
 // never a part; a writer that dies before the rename leaves dir/name as it was
 // (and its temporary file behind). Errors: "io" naming the file and errno's

@@ -309,6 +309,36 @@ TEST(LiveProcess, ExitedProcessIsNotFound) {
   EXPECT_EQ(p.error().code, "not_found");
 }
 
+TEST(LiveProcess, ReadStatFollowsAChildFromLifeToZombieToGone) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  const ProcReader reader;
+  Result<StatFields> alive = reader.ReadStat(pid);
+  ASSERT_TRUE(alive.ok()) << alive.error().message;
+  EXPECT_EQ(alive->pid, pid);
+  EXPECT_EQ(alive->ppid, getpid());
+  Result<StatFields> parsed = ParseStat(ReadWhole("/proc/" + std::to_string(pid) + "/stat"));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(alive->start_ticks, parsed->start_ticks);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  // Unreaped, it is a zombie: still there, state 'Z'.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  Result<StatFields> zombie = reader.ReadStat(pid);
+  ASSERT_TRUE(zombie.ok()) << zombie.error().message;
+  EXPECT_EQ(zombie->state, 'Z');
+  EXPECT_EQ(zombie->start_ticks, alive->start_ticks);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  Result<StatFields> gone = reader.ReadStat(pid);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, "gone");
+}
+
 TEST(LiveProcess, OtherUid) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to start a child as another uid";
   Children children;

@@ -12,26 +12,14 @@
 #include <string_view>
 #include <utility>
 
+#include "os/errno_text.h"
+#include "os/unique_fd.h"
+#include "proc/device_files.h"
 #include "proc/proc_parse.h"
 #include "proc/users.h"
 
 namespace gw::proc {
 namespace {
-
-// Closes a descriptor at scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // How ReadFileAt knows it has reached the end of a file.
 enum class End {
@@ -48,7 +36,7 @@ enum class End {
 int ReadFileAt(int dir_fd, const char* name, std::string* out, End end = End::kZeroRead,
                size_t max_bytes = 1 << 20) {
   out->clear();
-  Fd fd(openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  os::UniqueFd fd(openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) return errno;
   size_t used = 0;
   out->resize(4096);
@@ -153,7 +141,7 @@ ProcReader::ProcReader(std::string proc_root)
 
 std::optional<uint64_t> ProcReader::BootTimeS() {
   if (!boot_time_s_) {
-    Fd root(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    os::UniqueFd root(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     std::string text;
     if (root.get() >= 0 && ReadFileAt(root.get(), "stat", &text) == 0) {
       boot_time_s_ = ParseBootTime(text);
@@ -166,7 +154,7 @@ std::optional<std::string> ProcReader::Comm(pid_t pid) {
   // From stat rather than comm: the same file every fake tree has.
   std::string text;
   const std::string path = proc_root_ + "/" + std::to_string(pid);
-  Fd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0 || ReadFileAt(dir.get(), "stat", &text, End::kShortRead) != 0) {
     return std::nullopt;
   }
@@ -193,7 +181,7 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
   p.pid = pid;
   // Every read goes through this descriptor: if the PID is reused mid-read,
   // the reads fail instead of mixing two processes.
-  Fd dir(open(pid_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd dir(open(pid_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) {
     if (IsGoneErrno(errno) || errno == ENOTDIR) return gone();
     p.readable = false;
@@ -277,9 +265,22 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
   return p;
 }
 
+Result<StatFields> ProcReader::ReadStat(pid_t pid) const {
+  const std::string path = proc_root_ + "/" + std::to_string(pid) + "/stat";
+  if (pid <= 0) return MakeError("gone", "no process " + std::to_string(pid));
+  std::string text;
+  const int err = ReadFileAt(AT_FDCWD, path.c_str(), &text, End::kShortRead);
+  if (IsGoneErrno(err) || err == ENOTDIR)
+    return MakeError("gone", "no process " + std::to_string(pid));
+  if (err != 0) return MakeError("io", path + ": " + os::ErrnoText(err));
+  Result<StatFields> stat = ParseStat(text);
+  if (!stat.ok()) return MakeError("io", path + ": " + stat.error().message);
+  return stat;
+}
+
 HostInfo ProcReader::ReadHost() {
   HostInfo host;
-  Fd root(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd root(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (root.get() < 0) return host;
   std::string text;
   if (ReadFileAt(root.get(), "sys/kernel/hostname", &text) == 0) {
@@ -295,9 +296,9 @@ HostInfo ProcReader::ReadHost() {
 }
 
 Result<std::vector<pid_t>> ProcReader::ListPids() {
-  Fd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() < 0) {
-    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(errno));
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + os::ErrnoText(errno));
   }
   constexpr size_t kDentsSize = 32 * 1024;
   std::unique_ptr<char[]> dents(new char[kDentsSize]);
@@ -308,7 +309,7 @@ Result<std::vector<pid_t>> ProcReader::ListPids() {
     return true;
   });
   if (err != 0) {
-    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(err));
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + os::ErrnoText(err));
   }
   std::sort(pids.begin(), pids.end());
   return pids;
@@ -316,9 +317,9 @@ Result<std::vector<pid_t>> ProcReader::ListPids() {
 
 Result<std::vector<std::string>> ProcReader::ListDriverGpus() {
   const std::string dir = proc_root_ + "/driver/nvidia/gpus";
-  Fd gpus(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd gpus(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (gpus.get() < 0) {
-    return MakeError("unavailable", "cannot list " + dir + ": " + std::strerror(errno));
+    return MakeError("unavailable", "cannot list " + dir + ": " + os::ErrnoText(errno));
   }
   constexpr size_t kDentsSize = 8 * 1024;
   std::unique_ptr<char[]> dents(new char[kDentsSize]);
@@ -332,20 +333,17 @@ Result<std::vector<std::string>> ProcReader::ListDriverGpus() {
     if (pci) out.emplace_back(n);
     return true;
   });
-  if (err != 0) return MakeError("unavailable", "cannot list " + dir + ": " + std::strerror(err));
+  if (err != 0) return MakeError("unavailable", "cannot list " + dir + ": " + os::ErrnoText(err));
   std::sort(out.begin(), out.end());
   return out;
 }
 
 Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, HolderScanStats* stats) {
-  std::string want = match.dir;
-  while (want.size() > 1 && want.back() == '/') want.pop_back();
-  if (want != "/") want += '/';
-  want += match.prefix;
+  const std::string want = DeviceFilePrefix(match.dir, match.prefix);
 
-  Fd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  os::UniqueFd proc(open(proc_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() < 0) {
-    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(errno));
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + os::ErrnoText(errno));
   }
   HolderScanStats local;
   HolderMap holders;
@@ -368,7 +366,7 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
     found.clear();
     char path[64];
     JoinPidPath(path, name, "fd");
-    Fd fd_dir(openat(proc.get(), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    os::UniqueFd fd_dir(openat(proc.get(), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (fd_dir.get() < 0) {
       if (IsGoneErrno(errno)) {
         ++local.vanished;
@@ -412,7 +410,7 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
   });
   if (stats) *stats = local;
   if (err != 0) {
-    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + std::strerror(err));
+    return MakeError("unavailable", "cannot list " + proc_root_ + ": " + os::ErrnoText(err));
   }
   return holders;
 }

@@ -8,6 +8,7 @@
 //                      and age, CPU time and lifetime CPU %, RSS, and its
 //                      owner (container, systemd unit, Slurm job) from its
 //                      cgroup.
+//   ReadStat           one process's stat fields (a cheap identity and state check).
 //   ReadHost           hostname, boot time, CPU count.
 //   ListPids           every PID (for a process table: trees, runs).
 //   ScanDeviceHolders  the `fuser -v /dev/nvidia*` view: every process that
@@ -34,6 +35,7 @@
 
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "proc/proc_parse.h"
 
 namespace gw::proc {
 
@@ -78,6 +80,14 @@ class ProcReader {
   // for pid <= 0. A process whose files cannot be read (permission) is
   // returned with readable = false and whatever could be read.
   Result<HostProcess> ReadProcess(pid_t pid, int64_t now_unix_ms);
+
+  // The fields of <root>/PID/stat alone: start time (a process's identity
+  // beside its PID), state, parent. The one reader of that file outside
+  // ReadProcess, for callers that check a process again and again (clean's
+  // signal loop, the queue's supervisors). Errors: "gone" (no such process),
+  // "io" (the file could not be read or is not a stat file; the message names
+  // the path and the problem). A zombie is returned, state 'Z'.
+  Result<StatFields> ReadStat(pid_t pid) const;
 
   // Hostname (<root>/sys/kernel/hostname), boot time and online CPU count
   // (<root>/stat). Fields that cannot be read stay nullopt.

@@ -183,6 +183,48 @@ TEST(ProcReaderFake, MalformedStat) {
   EXPECT_EQ(p.error().code, "malformed");
 }
 
+TEST(ProcReaderFake, ReadStatGivesTheStatFields) {
+  TempTree t;
+  FakeProcess f;
+  f.state = 'Z';
+  f.ppid = 17;
+  f.start_ticks = 123456;
+  f.comm = "a) (b";
+  f.WriteTo(t);
+  const ProcReader reader(t.root());
+  Result<StatFields> stat = reader.ReadStat(4242);
+  ASSERT_TRUE(stat.ok()) << stat.error().message;
+  EXPECT_EQ(stat->pid, 4242);
+  EXPECT_EQ(stat->comm, "a) (b");
+  EXPECT_EQ(stat->state, 'Z');
+  EXPECT_EQ(stat->ppid, 17);
+  EXPECT_EQ(stat->start_ticks, 123456u);
+}
+
+TEST(ProcReaderFake, ReadStatOfAMissingProcessIsGone) {
+  TempTree t;
+  t.Write("55/cmdline", "x");  // A directory left without its stat: it exited.
+  t.Write("66", "");           // Not a directory at all.
+  const ProcReader reader(t.root());
+  for (pid_t pid : {777, 55, 66, 0, -3}) {
+    Result<StatFields> stat = reader.ReadStat(pid);
+    ASSERT_FALSE(stat.ok()) << pid;
+    EXPECT_EQ(stat.error().code, "gone") << pid;
+    EXPECT_NE(stat.error().message.find(std::to_string(pid)), std::string::npos);
+  }
+}
+
+TEST(ProcReaderFake, ReadStatOfAMalformedFileIsAnIoErrorNamingIt) {
+  TempTree t;
+  t.Write("4242/stat", "4242 (python3 S 1\n");
+  const ProcReader reader(t.root());
+  Result<StatFields> stat = reader.ReadStat(4242);
+  ASSERT_FALSE(stat.ok());
+  EXPECT_EQ(stat.error().code, "io");
+  EXPECT_NE(stat.error().message.find(t.Path("4242/stat")), std::string::npos)
+      << stat.error().message;
+}
+
 TEST(ProcReaderFake, MissingCgroupFileLeavesOwnerEmpty) {
   TempTree t;
   WriteProcStat(t);

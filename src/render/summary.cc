@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "proc/device_files.h"
+
 namespace gw::render {
 
 const HostProcess* FindHostProcess(const Snapshot& snapshot, pid_t pid) {
@@ -42,15 +44,8 @@ std::vector<const HostProcess*> UnlistedDeviceHolders(const Snapshot& snapshot) 
 }
 
 std::optional<unsigned> GpuIndexForDeviceFile(const Snapshot& snapshot, std::string_view path) {
-  constexpr std::string_view kPrefix = "/dev/nvidia";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  const std::string_view digits = path.substr(kPrefix.size());
-  if (digits.empty() || digits.size() > 6) return std::nullopt;
-  unsigned minor = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;  // nvidiactl, nvidia-uvm, nvidia-caps...
-    minor = minor * 10 + static_cast<unsigned>(c - '0');
-  }
+  const std::optional<unsigned> minor = proc::GpuDeviceMinor(path, snapshot.device_dir);
+  if (!minor) return std::nullopt;  // nvidiactl, nvidia-uvm, nvidia-caps...
   for (const Gpu& gpu : snapshot.gpus) {
     if (gpu.minor_number == minor) return gpu.index;
   }

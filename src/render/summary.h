@@ -50,8 +50,9 @@ bool ListedByDriver(const Snapshot& snapshot, pid_t pid);
 // context) that NVML does not show: orphans, other PID namespaces, zombies.
 std::vector<const HostProcess*> UnlistedDeviceHolders(const Snapshot& snapshot);
 
-// Index of the GPU whose minor number matches `/dev/nvidia<N>`; nullopt for
-// control files (/dev/nvidiactl, /dev/nvidia-uvm, ...) and unknown minors.
+// Index of the GPU whose minor number matches `<snapshot.device_dir>/nvidia<N>`
+// (proc::GpuDeviceMinor); nullopt for control files (nvidiactl, nvidia-uvm,
+// ...), files outside the device directory and unknown minors.
 std::optional<unsigned> GpuIndexForDeviceFile(const Snapshot& snapshot, std::string_view path);
 
 // "12.4" for 12040; nullopt for nullopt.

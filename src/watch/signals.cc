@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/errno_text.h"
+
 namespace gw::watch {
 namespace {
 
@@ -56,7 +58,7 @@ Result<int> InstallSignalHandlers() {
   if (g_installed) return MakeError("internal", "signal handlers installed twice");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return MakeError("io", std::string("pipe: ") + std::strerror(errno));
+    return MakeError("io", "pipe: " + os::ErrnoText(errno));
   }
   g_pipe_write = fds[1];
   if (tcgetattr(STDIN_FILENO, &g_saved_modes) == 0) g_have_modes = 1;

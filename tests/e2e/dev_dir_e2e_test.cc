@@ -1,0 +1,153 @@
+// --dev-dir end to end: the real gpuwarden binary, the simulated NVML and a
+// real process holding "device files" in a temporary directory. The holder
+// scan finds it there, and status, why and clean all map <dev-dir>/nvidia1 to
+// the GPU whose minor number is 1 (one parser, proc::GpuDeviceMinor, given
+// the directory the scan used).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "e2e/e2e_util.h"
+#include "e2e/run_process.h"
+
+namespace gw::test {
+namespace {
+
+using nlohmann::json;
+
+// memory-no-process.json: GPU 0 (minor 0) lists a process; GPU 1 (minor 1)
+// has 37 GiB in use and lists none: an unlisted holder of GPU 1's device
+// file is the suspect.
+constexpr const char* kScenario = "memory-no-process.json";
+
+// A process holding <dir>/nvidia1 and <dir>/nvidiactl open (fds 3 and 4),
+// as a CUDA process holds the real ones.
+class Holder {
+ public:
+  explicit Holder(const TempDir& dev)
+      : gpu_file_(dev.Write("nvidia1", "")),
+        ctl_file_(dev.Write("nvidiactl", "")),
+        // One process holds them: sh opens them and becomes sleep (no children
+        // that would inherit the descriptors and hold the files too).
+        child_({"/bin/sh", "-c", "exec 3<\"$0\" 4<\"$1\"; exec sleep 600", gpu_file_, ctl_file_}) {
+    dev.Write("nvidia0", "");
+    for (int i = 0; i < 500 && !Holds(); ++i) usleep(10000);
+  }
+  pid_t pid() const { return child_.pid(); }
+  const std::string& gpu_file() const { return gpu_file_; }
+  bool Holds() const {
+    std::error_code ec;
+    const std::string fd = "/proc/" + std::to_string(child_.pid()) + "/fd/";
+    return std::filesystem::read_symlink(fd + "3", ec) == gpu_file_ && !ec &&
+           std::filesystem::read_symlink(fd + "4", ec) == ctl_file_ && !ec;
+  }
+
+ private:
+  std::string gpu_file_;
+  std::string ctl_file_;
+  ChildProcess child_;
+};
+
+RunOptions Options(const TempDir& work) {
+  RunOptions o = SimOptions();
+  // An empty settings file: one on this machine must not change the plan.
+  o.env["GPUWARDEN_CONFIG"] = work.Write("config.toml", "");
+  return o;
+}
+
+json RunJson(const std::vector<std::string>& args, const RunOptions& options, int want_exit,
+             std::string* trace) {
+  RunResult r = RunProcess(Gpuwarden(args), options);
+  *trace = "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+  EXPECT_EQ(r.exit_code, want_exit);
+  return json::parse(r.out, nullptr, false);
+}
+
+TEST(DevDirE2e, StatusMapsTheHeldDeviceFileToItsGpu) {
+  TempDir dev;
+  TempDir work;
+  Holder holder(dev);
+  ASSERT_TRUE(holder.Holds());
+  std::string trace;
+  const json out =
+      RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "status", "--json"},
+              Options(work), 0, &trace);
+  SCOPED_TRACE(trace);
+  ASSERT_FALSE(out.is_discarded());
+  const json* found = nullptr;
+  for (const json& h : out["device_holders_not_listed"]) {
+    if (h["pid"] == holder.pid()) found = &h;
+  }
+  ASSERT_NE(found, nullptr) << out["device_holders_not_listed"].dump();
+  EXPECT_EQ((*found)["gpu_indices"], json::array({1}));
+  // Its device files are shown as the kernel reports them, under --dev-dir.
+  EXPECT_NE(found->dump().find(holder.gpu_file()), std::string::npos) << found->dump();
+}
+
+TEST(DevDirE2e, WhyBlamesTheHolderOfTheGpusDeviceFile) {
+  TempDir dev;
+  TempDir work;
+  Holder holder(dev);
+  ASSERT_TRUE(holder.Holds());
+  std::string trace;
+  const json out = RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "--timeout",
+                            "5", "why", "--window", "1", "--json"},
+                           Options(work), 0, &trace);
+  SCOPED_TRACE(trace);
+  ASSERT_FALSE(out.is_discarded());
+  // Both rules that read device files name the holder on GPU 1, and only there.
+  std::set<std::string> on_gpu1;
+  for (const json& g : out["gpus"]) {
+    for (const json& f : g["findings"]) {
+      const bool names_holder = f["pids"] == json::array({holder.pid()});
+      if (g["index"] == 1 && names_holder) {
+        EXPECT_EQ(f["gpus"], json::array({1})) << f.dump();
+        on_gpu1.insert(f["code"].get<std::string>());
+      } else {
+        EXPECT_FALSE(names_holder) << f.dump();
+      }
+    }
+  }
+  EXPECT_EQ(on_gpu1, (std::set<std::string>{"INVISIBLE_HOLDER", "UNLISTED_DEVICE_HOLDER"}))
+      << out["gpus"].dump();
+}
+
+TEST(DevDirE2e, CleanPlansTheHolderOnItsGpuOnly) {
+  TempDir dev;
+  TempDir work;
+  Holder holder(dev);
+  ASSERT_TRUE(holder.Holds());
+  const std::string audit = work.path() + "/audit.jsonl";
+  auto clean = [&](const std::string& gpu, std::string* trace) {
+    return RunJson(
+        {"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "clean", "--dry-run", "--json",
+         "--idle-for", "0s", "--window", "1", "--audit-log", audit, "--gpu", gpu},
+        Options(work), 0, trace);
+  };
+  std::string trace;
+  const json on_gpu1 = clean("1", &trace);
+  SCOPED_TRACE(trace);
+  ASSERT_FALSE(on_gpu1.is_discarded());
+  const json* item = nullptr;
+  for (const json& i : on_gpu1["plan"]["act"]) {
+    if (i["pid"] == holder.pid()) item = &i;
+  }
+  ASSERT_NE(item, nullptr) << on_gpu1["plan"].dump();
+  EXPECT_EQ((*item)["gpus"], json::array({1}));
+  EXPECT_EQ((*item)["reason_code"], "stale_device_holder");
+
+  std::string trace0;
+  const json on_gpu0 = clean("0", &trace0);
+  SCOPED_TRACE(trace0);
+  ASSERT_FALSE(on_gpu0.is_discarded());
+  for (const json& i : on_gpu0["plan"]["act"]) EXPECT_NE(i["pid"], holder.pid()) << i.dump();
+  EXPECT_TRUE(holder.Holds());  // A dry run signals nothing.
+}
+
+}  // namespace
+}  // namespace gw::test
