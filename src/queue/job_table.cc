@@ -442,8 +442,6 @@ int64_t JobTable::PollIntervalMs(int64_t waiting_ms, int64_t idle_ms) const {
 bool JobTable::TakeLookRequest() { return std::exchange(look_requested_, false); }
 
 // Every process of a job: its supervisor's session.
-// TODO(lead, at merge): read each stat with proc::ProcReader::ReadStat (H-os)
-// instead of the file read below.
 std::map<JobId, std::vector<pid_t>> JobTable::JobProcesses() {
   std::map<pid_t, JobId> by_session;
   for (const auto& [id, j] : active_) {
@@ -454,10 +452,7 @@ std::map<JobId, std::vector<pid_t>> JobTable::JobProcesses() {
   Result<std::vector<pid_t>> pids = parts_.procs.ListPids();
   if (!pids.ok()) return out;
   for (pid_t pid : *pids) {
-    Result<std::string> text =
-        os::ReadFileBounded(parts_.procs.proc_root() + "/" + std::to_string(pid) + "/stat", 4096);
-    if (!text.ok()) continue;
-    Result<proc::StatFields> stat = proc::ParseStat(*text);
+    Result<proc::StatFields> stat = parts_.procs.ReadStat(pid);
     if (!stat.ok()) continue;
     auto it = by_session.find(stat->session);
     if (it != by_session.end() && pid != it->first) out[it->second].push_back(pid);

@@ -18,6 +18,7 @@
 #include "os/pidfd.h"
 #include "os/unique_fd.h"
 #include "queue/job_environment.h"
+#include "proc/proc_reader.h"
 #include "queue/process_stat.h"
 #include "queue/supervisor.h"
 
@@ -199,7 +200,7 @@ Result<Launched> StartSupervisor(const std::string& job_dir, const LaunchOptions
   log_fd.Reset();
   // The child is ours and unreaped: its PID cannot be reused meanwhile.
   const proc::ProcReader procs(options.proc_root);
-  const Result<proc::StatFields> st = ReadProcessStat(procs, pid);
+  const Result<proc::StatFields> st = procs.ReadStat(pid);
   int child_errno = 0;
   pollfd p{confirm_read.get(), POLLIN, 0};
   const int64_t give_up = clock.MonotonicMs() + kExecConfirmTimeoutMs;
@@ -250,7 +251,7 @@ Status RequestStop(const std::string& job_dir, pid_t supervisor_pid,
   // process whatever happens to the PID afterwards.
   Result<UniqueFd> fd = os::PidfdOpen(supervisor_pid);
   if (!fd.ok() && fd.error().code == "gone") return MakeError("gone", "the supervisor has ended");
-  const Result<proc::StatFields> st = ReadProcessStat(procs, supervisor_pid);
+  const Result<proc::StatFields> st = procs.ReadStat(supervisor_pid);
   if (!st.ok() || IsZombie(st->state)) return MakeError("gone", "the supervisor has ended");
   if (st->start_ticks != supervisor_start_ticks) {
     return MakeError("gone", "the supervisor has ended (its PID belongs to another process now)");
@@ -283,7 +284,7 @@ Result<bool> ClaimUnlaunched(const std::string& job_dir, const proc::ProcReader&
     return MakeError("io", job_dir + ": " + ErrnoText(errno));
   }
   if (!S_ISDIR(st.st_mode)) return MakeError("io", job_dir + ": not a directory");
-  const Result<proc::StatFields> self = ReadProcessStat(procs, getpid());
+  const Result<proc::StatFields> self = procs.ReadStat(getpid());
   LaunchRecord claim;
   claim.by_supervisor = false;
   claim.pid = getpid();
@@ -293,7 +294,7 @@ Result<bool> ClaimUnlaunched(const std::string& job_dir, const proc::ProcReader&
 
 bool SupervisorAlive(pid_t pid, uint64_t start_ticks, const proc::ProcReader& procs) {
   if (pid <= 0) return false;
-  const Result<proc::StatFields> st = ReadProcessStat(procs, pid);
+  const Result<proc::StatFields> st = procs.ReadStat(pid);
   return st.ok() && st->start_ticks == start_ticks && !IsZombie(st->state);
 }
 

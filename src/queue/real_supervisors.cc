@@ -71,7 +71,7 @@ class RealSupervisors final : public Supervisors {
       }
       return fd.error();
     }
-    const Result<proc::StatFields> st = ReadProcessStat(procs_, pid);
+    const Result<proc::StatFields> st = procs_.ReadStat(pid);
     if (!st.ok() || IsZombie(st->state)) {
       return MakeError("gone", "supervisor " + std::to_string(pid) + " has ended");
     }

@@ -7,7 +7,6 @@
 add_library(gw_queue_runner STATIC
   run_files.cc
   job_environment.cc
-  process_stat.cc
   launcher.cc
   supervisor.cc
   real_supervisors.cc)

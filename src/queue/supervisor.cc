@@ -347,7 +347,7 @@ std::vector<ProcEntry> Supervisor::ScanProc() {
   Result<std::vector<pid_t>> pids = procs_.ListPids();
   if (!pids.ok()) return out;
   for (pid_t pid : *pids) {
-    Result<proc::StatFields> stat = ReadProcessStat(procs_, pid);
+    Result<proc::StatFields> stat = procs_.ReadStat(pid);
     if (!stat.ok()) continue;  // Gone meanwhile.
     out.push_back({stat->pid, stat->ppid, stat->pgrp, stat->state});
   }
@@ -638,7 +638,7 @@ int Supervisor::Run() {
   }
 
   // 3. The claim: at most one process ever starts this run.
-  Result<proc::StatFields> self_stat = ReadProcessStat(procs_, getpid());
+  Result<proc::StatFields> self_stat = procs_.ReadStat(getpid());
   LaunchRecord claim;
   claim.by_supervisor = true;
   claim.pid = getpid();
@@ -699,7 +699,7 @@ int Supervisor::Run() {
   // A write that fails (disk full, read-only) is tried again while the job
   // runs: without it a daemon that loses this supervisor cannot find the job.
   int64_t pid_retry_at = 0;
-  if (Result<proc::StatFields> st = ReadProcessStat(procs_, leader_); st.ok()) {
+  if (Result<proc::StatFields> st = procs_.ReadStat(leader_); st.ok()) {
     pid_record_ = PidRecord{leader_, st->start_ticks, start_unix_ms_};
     pid_pending_ = !TryWritePid();
     pid_retry_at = clock_.MonotonicMs() + kRecordRetryMs;
