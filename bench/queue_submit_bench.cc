@@ -130,7 +130,9 @@ int Spawn(int argc, char** argv) {
     }
   }
   if (variants.empty() || count < 1) {
-    std::fprintf(stderr, "usage: queue_submit_bench spawn --count N --name A -- cmd ... [--name B -- cmd ...]\n");
+    std::fprintf(
+        stderr,
+        "usage: queue_submit_bench spawn --count N --name A -- cmd ... [--name B -- cmd ...]\n");
     return 2;
   }
   for (int r = 0; r < count; ++r) {
@@ -144,8 +146,9 @@ int Spawn(int argc, char** argv) {
   }
   for (const Variant& v : variants) {
     const Stats s = Summarise(v.ms);
-    std::printf("spawn name=%s n=%zu fail=%d total_ms=%.1f median_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
-                v.name.c_str(), v.ms.size(), v.failures, s.total, s.median, s.p99, s.max);
+    std::printf(
+        "spawn name=%s n=%zu fail=%d total_ms=%.1f median_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
+        v.name.c_str(), v.ms.size(), v.failures, s.total, s.median, s.p99, s.max);
   }
   return 0;
 }
@@ -168,7 +171,8 @@ int Protocol(int argc, char** argv) {
     }
   }
   if (socket_path.empty() || count < 1) {
-    std::fprintf(stderr, "usage: queue_submit_bench protocol --socket PATH --count N [--window W]\n");
+    std::fprintf(stderr,
+                 "usage: queue_submit_bench protocol --socket PATH --count N [--window W]\n");
     return 2;
   }
   gw::queue::JobSpec spec;
@@ -178,17 +182,15 @@ int Protocol(int argc, char** argv) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) spec.env.emplace_back(*e);
   spec.gpus = 0;
   if (!window.empty()) {
-    std::string err;
-    auto w = gw::queue::ParseTimeWindow(window, &err);
-    if (!w) {
-      std::fprintf(stderr, "queue_submit_bench: --window: %s\n", err.c_str());
+    auto w = gw::queue::ParseTimeWindow(window);
+    if (!w.ok()) {
+      std::fprintf(stderr, "queue_submit_bench: --window: %s\n", w.error().message.c_str());
       return 2;
     }
     spec.window = *w;
   }
-  nlohmann::json request = {{"v", gw::queue::kProtocolVersion},
-                            {"op", "submit"},
-                            {"spec", gw::queue::SpecToJson(spec)}};
+  nlohmann::json request = {
+      {"v", gw::queue::kProtocolVersion}, {"op", "submit"}, {"spec", gw::queue::SpecToJson(spec)}};
   // The request is the same each time; serialising it is the client's cost,
   // so it is done for every submit as a client would.
   auto fd = gw::queue::ConnectToDaemon(socket_path);
@@ -223,9 +225,11 @@ int Protocol(int argc, char** argv) {
   const double wall = Ms(Clock::now() - start);
   close(*fd);
   const Stats s = Summarise(ms);
-  std::printf("protocol n=%d wall_ms=%.1f rate_per_s=%.0f median_ms=%.3f p99_ms=%.3f max_ms=%.3f last_job=%lld\n",
-              count, wall, count / (wall / 1000.0), s.median, s.p99, s.max,
-              static_cast<long long>(reply.value("job", int64_t{0})));
+  std::printf(
+      "protocol n=%d wall_ms=%.1f rate_per_s=%.0f median_ms=%.3f p99_ms=%.3f max_ms=%.3f "
+      "last_job=%lld\n",
+      count, wall, count / (wall / 1000.0), s.median, s.p99, s.max,
+      static_cast<long long>(reply.value("job", int64_t{0})));
   return 0;
 }
 
@@ -271,9 +275,10 @@ int main(int argc, char** argv) {
   if (mode == "spawn") return Spawn(argc, argv);
   if (mode == "protocol") return Protocol(argc, argv);
   if (mode == "states") return States(argc, argv);
-  std::fprintf(stderr,
-               "usage: queue_submit_bench spawn --count N --name A -- cmd ... [--name B -- cmd ...]\n"
-               "       queue_submit_bench protocol --socket PATH --count N [--window HH:MM-HH:MM]\n"
-               "       queue_submit_bench states --socket PATH\n");
+  std::fprintf(
+      stderr,
+      "usage: queue_submit_bench spawn --count N --name A -- cmd ... [--name B -- cmd ...]\n"
+      "       queue_submit_bench protocol --socket PATH --count N [--window HH:MM-HH:MM]\n"
+      "       queue_submit_bench states --socket PATH\n");
   return 2;
 }

@@ -1,6 +1,9 @@
 #include "cli/cli_options.h"
 
 #include <array>
+#include <cstdio>
+
+#include "cli/exit_codes.h"
 
 namespace gw::cli {
 namespace {
@@ -13,6 +16,22 @@ constexpr std::array<std::string_view, 7> kQueueSubcommands = {"run",  "queue", 
                                                                "hold", "release", "logs"};
 
 }  // namespace
+
+std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpuwarden: %s\nRun 'gpuwarden --help' for usage.\n", e.what());
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket) {
   app.add_option(std::string(kValueOptions[0]), global.sim_scenario,

@@ -45,6 +45,11 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q);
 // its exit code; nullopt when none was.
 std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string& socket);
 
+// app.parse(argc, argv) with gpuwarden's answers to what stops a parse:
+// --help and --version printed (0), a usage error named in one line on
+// stderr (kExitUsage). nullopt: parsed, go on.
+std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv);
+
 // The subcommand named on the command line: the first argument that is not
 // an option or a global option's value, as AddGlobalOptions defines them;
 // "" when there is none, or an option before it asks for help or the

@@ -42,16 +42,7 @@ int RunQueueCommand(int argc, char** argv) {
   gw::cli::AddGlobalOptions(app, global, socket);
   gw::cli::QueueCommands queue;
   gw::cli::AddQueueSubcommands(app, queue);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpuwarden: %s\nRun 'gpuwarden --help' for usage.\n", e.what());
-    return gw::cli::kExitUsage;
-  }
+  if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
   return gw::cli::RunParsedQueueSubcommand(queue, socket).value_or(gw::cli::kExitUsage);
 }
 

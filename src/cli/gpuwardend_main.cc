@@ -86,9 +86,9 @@ int Main(int argc, char** argv) {
   app.add_option("--vram-guard", vram_guard,
                  "A job over its --vram by more than the margin: stop (default) or warn")
       ->check(CLI::IsMember({"stop", "warn"}));
-  app.add_option("--max-running-per-user", o.policy.max_running_per_user,
+  app.add_option("--max-running-per-user", o.table.policy.max_running_per_user,
                  "At most this many running jobs per user (0 = no limit)");
-  app.add_option("--max-gpus-per-user", o.policy.max_gpus_per_user,
+  app.add_option("--max-gpus-per-user", o.table.policy.max_gpus_per_user,
                  "At most this many GPUs in use per user (0 = no limit)");
   try {
     app.parse(argc, argv);
@@ -101,14 +101,14 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "gpuwardend: --margin: %s\n", m.error().message.c_str());
     return gw::cli::kExitUsage;
   }
-  o.policy.margin_bytes = *m;
+  o.table.policy.margin_bytes = *m;
   auto g = gw::ParseDuration(grace);
   if (!g.ok()) {
     std::fprintf(stderr, "gpuwardend: --grace: %s\n", g.error().message.c_str());
     return gw::cli::kExitUsage;
   }
-  o.grace_s = *g;
-  o.vram_guard_stop = vram_guard == "stop";
+  o.table.grace_s = *g;
+  o.table.vram_guard_stop = vram_guard == "stop";
   auto collect = gw::cli::ResolveCollectOptions(global);
   if (!collect.ok()) {
     std::fprintf(stderr, "gpuwardend: %s\n", collect.error().message.c_str());
@@ -116,7 +116,7 @@ int Main(int argc, char** argv) {
                                                : gw::cli::kExitNvmlUnavailable;
   }
   o.collect = *collect;
-  o.supervisor_path = SupervisorPath();
+  o.table.supervisor_path = SupervisorPath();
   // Blocked before the daemon starts its snapshot thread, so every thread
   // inherits the mask and the signals reach the loop's signalfd.
   sigset_t mask;

@@ -158,18 +158,7 @@ int Main(int argc, char** argv) {
   gw::cli::QueueCommands queue;
   gw::cli::AddQueueSubcommands(app, queue);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpuwarden: %s\nRun 'gpuwarden --help' for usage.\n", e.what());
-    return gw::cli::kExitUsage;
-  }
+  if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
 
   if (status->parsed()) return gw::cli::RunStatus(global, status_args);
   if (why->parsed()) {

@@ -226,9 +226,8 @@ int RunSubmit(const RunArgs& args) {
   }
   spec.priority = args.priority;
   if (!args.window.empty()) {
-    std::string err;
-    auto w = queue::ParseTimeWindow(args.window, &err);
-    if (!w) return Fail(kExitUsage, "--window: " + err);
+    auto w = queue::ParseTimeWindow(args.window);
+    if (!w.ok()) return Fail(kExitUsage, "--window: " + w.error().message);
     spec.window = *w;
   }
   for (size_t start = 0; start < args.after.size();) {
@@ -513,10 +512,11 @@ std::string ControlResultText(const std::string& op, const json& reply) {
   const std::string state = StringOf(reply, "state");
   if (op == "cancel" && (state == "running" || state == "starting")) {
     // Stopping takes the daemon's grace; the reply says how long when it can.
-    const auto grace = IntOf(reply, "grace_s");
-    return grace ? fmt::format("stopping (SIGTERM, then SIGKILL after {})",
-                               FormatDuration(static_cast<double>(*grace)))
-                 : "stopping (SIGTERM, then SIGKILL after the daemon's --grace)";
+    const auto grace = reply.find("grace_s");
+    return grace != reply.end() && grace->is_number()
+               ? fmt::format("stopping (SIGTERM, then SIGKILL after {})",
+                             FormatDuration(grace->get<double>()))
+               : "stopping (SIGTERM, then SIGKILL after the daemon's --grace)";
   }
   if (op == "release" && state == "queued") return "released (queued)";
   return state.empty() ? "done" : state;

@@ -65,12 +65,8 @@ class DaemonImpl final : public Daemon {
     if (!parts_.control) parts_.control = act::MakeRealProcessControl(o_.collect.proc_root);
     procs_ = std::make_unique<proc::ProcReader>(o_.collect.proc_root);
 
-    JobTableOptions to;
+    JobTableOptions to = o_.table;
     to.state_dir = o_.state_dir;
-    to.supervisor_path = o_.supervisor_path;
-    to.policy = o_.policy;
-    to.grace_s = o_.grace_s;
-    to.vram_guard_stop = o_.vram_guard_stop;
     table_ = std::make_unique<JobTable>(
         to, JobTableParts{*parts_.store, *parts_.supervisors, *parts_.clock, *procs_,
                           *parts_.control, *log_});

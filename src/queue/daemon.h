@@ -31,6 +31,7 @@
 #include "core/result.h"
 #include "queue/daemon_log.h"
 #include "queue/job_store.h"
+#include "queue/job_table.h"
 #include "queue/policy.h"
 #include "queue/supervisors.h"
 
@@ -38,17 +39,15 @@ namespace gw::queue {
 
 struct DaemonOptions {
   std::string socket_path;
-  std::string state_dir;        // Holds queue.db, jobs/<id>/, the lock.
-  std::string supervisor_path;  // gpuwarden-supervise.
+  std::string state_dir;  // Holds queue.db, jobs/<id>/, the lock.
   collect::CollectOptions collect;
-  PolicyConfig policy;
+  // The job table's options: supervisor, policy, grace, VRAM guard (its
+  // state_dir is this state_dir, whatever it holds).
+  JobTableOptions table;
   // How often the GPUs are read while jobs wait (a GPU freed by someone
   // else is noticed this fast) and while none does (VRAM guard, peaks).
   int64_t poll_waiting_ms = 50;
   int64_t poll_idle_ms = 1000;
-  double grace_s = 10;  // Stop: SIGTERM, this, SIGKILL.
-  bool vram_guard_stop =
-      true;  // A job over its VRAM by more than the margin is stopped (else warned).
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
 };
 

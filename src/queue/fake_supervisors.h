@@ -136,6 +136,12 @@ class FakeSupervisors final : public Supervisors {
   void End(JobId id, std::optional<ExitRecord> record, unsigned requeues = 0) {
     EndWith(id, Result<std::optional<ExitRecord>>(std::move(record)), requeues);
   }
+  // Ends the run before its supervisor claimed it (the claim could not be
+  // written): no launched file, no exit.json; the job never started.
+  void EndUnclaimed(JobId id, unsigned requeues = 0) {
+    RunOf(id, requeues).launch = Result<std::optional<LaunchRecord>>(std::optional<LaunchRecord>());
+    End(id, std::nullopt, requeues);
+  }
   // Ends the run with an exit.json that cannot be read (`message` names the
   // file and the problem, as the real reader's does).
   void EndMalformed(JobId id, const std::string& message, unsigned requeues = 0) {

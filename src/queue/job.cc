@@ -33,7 +33,7 @@ bool TimeWindow::Contains(int minute) const {
   return minute >= start_min || minute < end_min;
 }
 
-std::optional<TimeWindow> ParseTimeWindow(std::string_view text, std::string* error) {
+Result<TimeWindow> ParseTimeWindow(std::string_view text) {
   const size_t dash = text.find('-');
   std::optional<int> start, end;
   if (dash != std::string_view::npos) {
@@ -41,10 +41,8 @@ std::optional<TimeWindow> ParseTimeWindow(std::string_view text, std::string* er
     end = ParseClock(text.substr(dash + 1));
   }
   if (!start || !end) {
-    if (error != nullptr) {
-      *error = fmt::format("\"{}\" is not a daily window such as 22:00-07:00", text);
-    }
-    return std::nullopt;
+    return MakeError("bad_input",
+                     fmt::format("\"{}\" is not a daily window such as 22:00-07:00", text));
   }
   return TimeWindow{*start % 1440, *end % 1440};
 }

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace gw::queue {
 
 using JobId = int64_t;
@@ -23,8 +25,8 @@ struct TimeWindow {
   int end_min = 0;
   bool Contains(int minute_of_day) const;
 };
-// "22:00-07:00" -> {1320, 420}. Errors name the text.
-std::optional<TimeWindow> ParseTimeWindow(std::string_view text, std::string* error);
+// "22:00-07:00" -> {1320, 420}. Error "bad_input", the message naming the text.
+Result<TimeWindow> ParseTimeWindow(std::string_view text);
 std::string FormatTimeWindow(const TimeWindow& w);  // "22:00-07:00"
 
 // What the user asked for; fixed once submitted.

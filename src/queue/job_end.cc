@@ -23,6 +23,7 @@ void Requeue(Job& job) {
 }  // namespace
 
 EndDecision DecideEnd(const Job& before, const Result<std::optional<ExitRecord>>& record,
+                      const Result<std::optional<LaunchRecord>>& launch,
                       const std::string& stop_reason, int64_t now_unix_ms) {
   EndDecision d;
   d.job = before;
@@ -37,6 +38,31 @@ EndDecision DecideEnd(const Job& before, const Result<std::optional<ExitRecord>>
     return d;
   }
   const std::optional<ExitRecord>& rec = *record;
+  // The claim comes before the job's fork: without one the job never ran.
+  const bool claimed = !launch.ok() || (*launch && (*launch)->by_supervisor);
+  if (!rec && !claimed) {
+    d.never_started = true;
+    if (stop_reason == "cancelled") {
+      job.state = JobState::kCancelled;
+      job.end_reason = "cancelled";
+      job.end_detail = "cancelled before it started";
+      job.end_unix_ms = now_unix_ms;
+      return d;
+    }
+    if (job.requeues >= kMaxRequeuesOfUnstartedRuns) {
+      job.state = JobState::kFailed;
+      job.end_reason = "start_failed";
+      job.end_detail = fmt::format(
+          "its supervisor ended before starting it, {} times in a row (its log: the run's "
+          "supervisor.log)",
+          job.requeues + 1);
+      job.end_unix_ms = now_unix_ms;
+      return d;
+    }
+    Requeue(job);
+    job.end_detail = "its supervisor ended before starting it; back in the queue";
+    return d;
+  }
   std::string why = stop_reason;
   if (rec && rec->reason.rfind("stopped:", 0) == 0) why = rec->reason.substr(8);
   if (why == "preempted") {

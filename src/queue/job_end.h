@@ -24,10 +24,20 @@ struct EndDecision {
   // The supervisor ended without a record of the job's end: processes of its
   // session may live on and must be ended by the daemon.
   bool kill_leftovers = false;
+  // Back in the queue because its supervisor ended before starting it (not
+  // preempted).
+  bool never_started = false;
 };
 
+// A run whose supervisor ended before it claimed the run goes back to the
+// queue at most this many times (counting every requeue of the job), then
+// fails: a supervisor that can never claim (its directory refused, the disk
+// read-only for good) must not be relaunched for ever.
+inline constexpr int kMaxRequeuesOfUnstartedRuns = 10;
+
 // How a run ended, from what its supervisor recorded (`record`: ReadExit's
-// answer, nullopt = no exit.json) and the stop the daemon asked for
+// answer, nullopt = no exit.json; `launch`: ReadLaunch's answer, the run's
+// claim) and the stop the daemon asked for
 // (`stop_reason`: "cancelled", "preempted", "vram_limit", or "" for none; a
 // record's "stopped:<why>" wins, as it also covers a stop asked before a
 // restart). `now_unix_ms` is the end time when the record has none.
@@ -35,6 +45,11 @@ struct EndDecision {
 //     end_reason "record_unreadable", the detail the reader's message (which
 //     names the file and the problem). Not lost: the supervisor did record an
 //     end, so nothing is killed.
+//   - no record and no claim by a supervisor (`launch` read, and nullopt or
+//     the daemon's own claim): the job never started, so nothing is killed
+//     and nothing is lost: cancelled when a cancel was asked, else back to
+//     the queue (end_detail says why), or failed "start_failed" once it has
+//     been requeued kMaxRequeuesOfUnstartedRuns times.
 //   - preempted: back to the queue (leftovers killed when there is no record).
 //   - no record: lost, leftovers killed.
 //   - cancelled -> cancelled; vram_limit -> failed "vram_limit";
@@ -42,6 +57,7 @@ struct EndDecision {
 //     succeeded "exit"; any other exit -> failed "exit"; a signal -> failed
 //     "signal".
 EndDecision DecideEnd(const Job& job, const Result<std::optional<ExitRecord>>& record,
+                      const Result<std::optional<LaunchRecord>>& launch,
                       const std::string& stop_reason, int64_t now_unix_ms);
 
 // What a restarted daemon learned about one stored active job's run, read in

@@ -42,9 +42,14 @@ Result<std::optional<ExitRecord>> Have(ExitRecord r) {
   return std::optional<ExitRecord>(std::move(r));
 }
 Result<std::optional<ExitRecord>> None() { return std::optional<ExitRecord>(); }
+// The run's claim: by its supervisor (it may have started the job), none.
+Result<std::optional<LaunchRecord>> Claimed() {
+  return std::optional<LaunchRecord>(LaunchRecord{true, 4000, 40});
+}
+Result<std::optional<LaunchRecord>> Unclaimed() { return std::optional<LaunchRecord>(); }
 
 TEST(DecideEnd, ExitZeroSucceedsWithTheRecordedEndTime) {
-  EndDecision d = DecideEnd(Running(), Have(Record("exit", 0)), "", kNow);
+  EndDecision d = DecideEnd(Running(), Have(Record("exit", 0)), Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kSucceeded);
   EXPECT_EQ(d.job.end_reason, "exit");
   EXPECT_EQ(d.job.exit_code, 0);
@@ -53,21 +58,22 @@ TEST(DecideEnd, ExitZeroSucceedsWithTheRecordedEndTime) {
 }
 
 TEST(DecideEnd, NonZeroExitAndSignalFail) {
-  EndDecision e = DecideEnd(Running(), Have(Record("exit", 3)), "", kNow);
+  EndDecision e = DecideEnd(Running(), Have(Record("exit", 3)), Claimed(), "", kNow);
   EXPECT_EQ(e.job.state, JobState::kFailed);
   EXPECT_EQ(e.job.end_reason, "exit");
   EXPECT_EQ(e.job.exit_code, 3);
-  EndDecision s = DecideEnd(Running(), Have(Record("signal", std::nullopt, 9)), "", kNow);
+  EndDecision s =
+      DecideEnd(Running(), Have(Record("signal", std::nullopt, 9)), Claimed(), "", kNow);
   EXPECT_EQ(s.job.state, JobState::kFailed);
   EXPECT_EQ(s.job.end_reason, "signal");
   EXPECT_EQ(s.job.exit_signal, 9);
 }
 
 TEST(DecideEnd, TimeLimitAndStartFailedKeepTheirReason) {
-  EXPECT_EQ(
-      DecideEnd(Running(), Have(Record("time_limit", std::nullopt, 15)), "", kNow).job.end_reason,
-      "time_limit");
-  EndDecision d = DecideEnd(Running(), Have(Record("start_failed", 127)), "", kNow);
+  EXPECT_EQ(DecideEnd(Running(), Have(Record("time_limit", std::nullopt, 15)), Claimed(), "", kNow)
+                .job.end_reason,
+            "time_limit");
+  EndDecision d = DecideEnd(Running(), Have(Record("start_failed", 127)), Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kFailed);
   EXPECT_EQ(d.job.end_reason, "start_failed");
   EXPECT_EQ(d.job.end_detail, "detail from the supervisor");
@@ -75,20 +81,20 @@ TEST(DecideEnd, TimeLimitAndStartFailedKeepTheirReason) {
 
 TEST(DecideEnd, TheRecordedStopReasonWinsOverTheOneAsked) {
   // Asked before a restart: this daemon asked nothing, the record knows.
-  EndDecision d =
-      DecideEnd(Running(), Have(Record("stopped:cancelled", std::nullopt, 15)), "", kNow);
+  EndDecision d = DecideEnd(Running(), Have(Record("stopped:cancelled", std::nullopt, 15)),
+                            Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kCancelled);
   EXPECT_EQ(d.job.end_reason, "cancelled");
-  EndDecision v =
-      DecideEnd(Running(), Have(Record("stopped:vram_limit", std::nullopt, 15)), "cancelled", kNow);
+  EndDecision v = DecideEnd(Running(), Have(Record("stopped:vram_limit", std::nullopt, 15)),
+                            Claimed(), "cancelled", kNow);
   EXPECT_EQ(v.job.state, JobState::kFailed);
   EXPECT_EQ(v.job.end_reason, "vram_limit");
   EXPECT_THAT(v.job.end_detail, HasSubstr("--vram 8 GiB"));
 }
 
 TEST(DecideEnd, APreemptedJobGoesBackToTheQueueUnderANewRun) {
-  EndDecision d =
-      DecideEnd(Running(), Have(Record("stopped:preempted", std::nullopt, 15)), "", kNow);
+  EndDecision d = DecideEnd(Running(), Have(Record("stopped:preempted", std::nullopt, 15)),
+                            Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kQueued);
   EXPECT_EQ(d.job.requeues, 1u);
   EXPECT_EQ(d.job.end_reason, "preempted");
@@ -101,26 +107,59 @@ TEST(DecideEnd, APreemptedJobGoesBackToTheQueueUnderANewRun) {
   EXPECT_FALSE(d.kill_leftovers);
   // Asked, but the supervisor died before recording: requeued, and what it
   // left is ended.
-  EndDecision n = DecideEnd(Running(), None(), "preempted", kNow);
+  EndDecision n = DecideEnd(Running(), None(), Claimed(), "preempted", kNow);
   EXPECT_EQ(n.job.state, JobState::kQueued);
   EXPECT_TRUE(n.kill_leftovers);
 }
 
 TEST(DecideEnd, NoRecordIsLostAndItsLeftoversAreKilled) {
-  EndDecision d = DecideEnd(Running(), None(), "", kNow);
+  EndDecision d = DecideEnd(Running(), None(), Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kLost);
   EXPECT_EQ(d.job.end_reason, "lost");
   EXPECT_EQ(d.job.end_unix_ms, kNow);
   EXPECT_TRUE(d.kill_leftovers);
   // A cancel asked of a supervisor that then vanished is still lost: nobody
   // saw the job end.
-  EXPECT_EQ(DecideEnd(Running(), None(), "cancelled", kNow).job.state, JobState::kLost);
+  EXPECT_EQ(DecideEnd(Running(), None(), Claimed(), "cancelled", kNow).job.state, JobState::kLost);
+}
+
+TEST(DecideEnd, ASupervisorThatEndedBeforeClaimingTheRunRequeuesTheJobAndKillsNothing) {
+  // It could not write its claim (a read-only disk): the job never started.
+  EndDecision d = DecideEnd(Running(), None(), Unclaimed(), "", kNow);
+  EXPECT_EQ(d.job.state, JobState::kQueued);
+  EXPECT_TRUE(d.never_started);
+  EXPECT_FALSE(d.kill_leftovers);
+  EXPECT_EQ(d.job.requeues, 1u);
+  EXPECT_FALSE(d.job.supervisor_pid);
+  EXPECT_TRUE(d.job.gpu_indices.empty());
+  EXPECT_THAT(d.job.end_detail, HasSubstr("ended before starting it"));
+  // The daemon's own claim (a restart gave the run up) is no start either.
+  EXPECT_EQ(
+      DecideEnd(Running(), None(), std::optional<LaunchRecord>(LaunchRecord{false, 0, 0}), "", kNow)
+          .job.state,
+      JobState::kQueued);
+  // Cancelled meanwhile: cancelled, not lost.
+  EndDecision c = DecideEnd(Running(), None(), Unclaimed(), "cancelled", kNow);
+  EXPECT_EQ(c.job.state, JobState::kCancelled);
+  EXPECT_EQ(c.job.end_reason, "cancelled");
+  EXPECT_FALSE(c.kill_leftovers);
+  // A claim that cannot be read may hide a start: lost, as before.
+  EXPECT_EQ(
+      DecideEnd(Running(), None(), MakeError("io", "launched: I/O error"), "", kNow).job.state,
+      JobState::kLost);
+  // Not for ever: a run that never starts fails after kMaxRequeuesOfUnstartedRuns.
+  Job tried = Running();
+  tried.requeues = kMaxRequeuesOfUnstartedRuns;
+  EndDecision f = DecideEnd(tried, None(), Unclaimed(), "", kNow);
+  EXPECT_EQ(f.job.state, JobState::kFailed);
+  EXPECT_EQ(f.job.end_reason, "start_failed");
+  EXPECT_THAT(f.job.end_detail, HasSubstr("11 times"));
 }
 
 TEST(DecideEnd, AMalformedRecordFailsTheJobNamingTheFileAndKillsNothing) {
   Result<std::optional<ExitRecord>> bad =
       MakeError("malformed", "/state/jobs/7/exit.json: exit_code: expected an integer");
-  EndDecision d = DecideEnd(Running(), bad, "", kNow);
+  EndDecision d = DecideEnd(Running(), bad, Claimed(), "", kNow);
   EXPECT_EQ(d.job.state, JobState::kFailed);
   EXPECT_EQ(d.job.end_reason, "record_unreadable");
   EXPECT_THAT(d.job.end_detail, HasSubstr("/state/jobs/7/exit.json"));

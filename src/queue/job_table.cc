@@ -340,12 +340,16 @@ void JobTable::Finish(JobId id, const std::string& stop_reason) {
   job_pids_stale_ = true;
   look_requested_ = true;
   schedule_needed_ = true;
-  EndDecision d = DecideEnd(it->second, parts_.supervisors.ReadExit(it->second), stop_reason,
-                            parts_.clock.NowUnixMs());
+  EndDecision d =
+      DecideEnd(it->second, parts_.supervisors.ReadExit(it->second),
+                parts_.supervisors.ReadLaunch(it->second), stop_reason, parts_.clock.NowUnixMs());
   if (d.kill_leftovers) KillLeftovers(it->second);
   if (d.job.state == JobState::kQueued) {
-    parts_.log.Notice(
-        fmt::format("job {} preempted: back in the queue (run {})", id, d.job.requeues));
+    parts_.log.Log(
+        d.never_started ? LogLevel::kWarning : LogLevel::kNotice,
+        fmt::format("job {} {}: back in the queue (run {})", id,
+                    d.never_started ? "did not start (its supervisor ended first)" : "preempted",
+                    d.job.requeues));
     it->second = d.job;
     Persist(it->second);
     return;

@@ -108,6 +108,7 @@ class JobTable {
   // The store's listing with live versions in place of the stored ones.
   Result<std::vector<Job>> List(const JobFilter& filter);
 
+  const JobTableOptions& options() const { return o_; }
   const std::map<JobId, Job>& active() const { return active_; }
   const Decisions& last_decisions() const { return last_; }
   // Queue position (1 = next) from the last placement pass.

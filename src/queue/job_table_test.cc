@@ -21,6 +21,7 @@
 #include "diagnose/test_util.h"
 #include "queue/fake_supervisors.h"
 #include "queue/faulty_job_store.h"
+#include "queue/ops.h"
 #include "queue/sqlite_job_store.h"
 
 namespace gw::queue {
@@ -199,6 +200,27 @@ TEST_F(JobTableTest, ALostSupervisorMarksTheJobLostAndEndsItsLeftovers) {
   EXPECT_TRUE(Logged("warning: job 1 ended: lost"));
 }
 
+TEST_F(JobTableTest, ASupervisorThatCouldNotClaimItsRunPutsTheJobBackAndItRunsOnce) {
+  const JobId id = SubmitOk(NewJob());
+  Look();
+  FakeProcess(8001, *Stored(id).supervisor_pid, 1000, 555);
+  sup_.EndUnclaimed(id);  // E.g. its claim hit a disk gone read-only.
+  DeliverEnds();
+  Job j = Live(id);
+  EXPECT_EQ(j.state, JobState::kQueued);
+  EXPECT_EQ(j.requeues, 1u);
+  EXPECT_TRUE(control_.sent.empty());  // Nothing started, nothing to end.
+  EXPECT_TRUE(
+      Logged("warning: job 1 did not start (its supervisor ended first): back in the "
+             "queue (run 1)"));
+  Look();  // The next pass starts it again, under a run of its own.
+  EXPECT_EQ(sup_.Count("Launch"), 2);
+  EXPECT_EQ(Live(id).state, JobState::kRunning);
+  sup_.End(id, FakeSupervisors::Exited(0), /*requeues=*/1);
+  DeliverEnds();
+  EXPECT_EQ(Stored(id).state, JobState::kSucceeded);
+}
+
 TEST_F(JobTableTest, AMalformedExitRecordFailsTheJobWithoutKillingAnything) {
   const JobId id = SubmitOk(NewJob());
   Look();
@@ -289,6 +311,49 @@ TEST_F(JobTableTest, CancellingARunningJobAsksItsSupervisorAndNeedsNoWrite) {
   Result<JobState> other = table_->Control(id, "cancel", 1001, "bob");
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.error().code, "forbidden");
+}
+
+// The request handlers over the same table, as the socket server calls them.
+TEST_F(JobTableTest, TheCancelReplyOfARunningJobSaysHowLongItsGraceIs) {
+  JobTableOptions o;
+  o.state_dir = dir_;
+  o.supervisor_path = "/fake/gpuwarden-supervise";
+  o.grace_s = 2.5;
+  table_ =
+      std::make_unique<JobTable>(o, JobTableParts{*faulty_, sup_, clock_, *procs_, control_, log_});
+  RequestHandler ops(*table_, clock_, OpsOptions{});
+  const Caller ann{1000, 1000, 4242, "ann"};
+  const JobId running = SubmitOk(NewJob(/*gpus=*/2));
+  const JobId waiting = SubmitOk(NewJob(/*gpus=*/2));  // Both GPUs are taken: it waits.
+  Look();
+  ASSERT_EQ(Live(running).state, JobState::kRunning);
+
+  nlohmann::json r = ops.Handle(ann, fmt::format(R"({{"op": "cancel", "job": {}}})", running));
+  EXPECT_EQ(r.value("ok", false), true) << r.dump();
+  EXPECT_EQ(r.value("state", ""), "running") << r.dump();
+  ASSERT_TRUE(r.contains("grace_s")) << r.dump();
+  EXPECT_DOUBLE_EQ(r["grace_s"].get<double>(), 2.5);
+
+  // A waiting job is cancelled at once: no grace to announce.
+  r = ops.Handle(ann, fmt::format(R"({{"op": "cancel", "job": {}}})", waiting));
+  EXPECT_EQ(r.value("state", ""), "cancelled") << r.dump();
+  EXPECT_FALSE(r.contains("grace_s")) << r.dump();
+}
+
+TEST_F(JobTableTest, MalformedRequestsAreAnsweredAndChangeNothing) {
+  RequestHandler ops(*table_, clock_, OpsOptions{});
+  const Caller ann{1000, 1000, 4242, "ann"};
+  const JobId id = SubmitOk(NewJob());
+  for (const char* line :
+       {"", "[1, 2]", "{\"op\": 7}", "{\"op\": \"cancel\"}",
+        "{\"op\": \"cancel\", \"job\": \"one\"}", "{\"op\": \"cancel\", \"job\": -1.5}",
+        "{\"op\": \"submit\", \"spec\": {\"argv\": 3}}", "{\"op\": \"no-such-op\"}",
+        "{\"v\": 99, \"op\": \"queue\"}"}) {
+    nlohmann::json r = ops.Handle(ann, line);
+    EXPECT_EQ(r.value("ok", true), false) << line << " -> " << r.dump();
+    EXPECT_TRUE(r.contains("error") && r["error"].contains("code")) << line << " -> " << r.dump();
+  }
+  EXPECT_EQ(Live(id).state, JobState::kQueued);
 }
 
 TEST_F(JobTableTest, AdmissionRefusesWhatCanNeverRunHere) {

@@ -174,6 +174,10 @@ json RequestHandler::Control(const Caller& c, const json& req, const std::string
   json r = OkReply();
   r["job"] = *id;
   r["state"] = JobStateName(*after);
+  // A cancelled job that was running is being stopped: say how long it has.
+  if (op == "cancel" && (*after == JobState::kRunning || *after == JobState::kStarting)) {
+    r["grace_s"] = table_.options().grace_s;
+  }
   return r;
 }
 

@@ -210,9 +210,8 @@ Result<JobSpec> SpecFromJson(const json& j) {
   }
   if (const json* v = get("window"); v != nullptr && !v->is_null()) {
     if (!v->is_string()) return Bad("window", "expected a string such as 22:00-07:00");
-    std::string err;
-    auto w = ParseTimeWindow(v->get<std::string>(), &err);
-    if (!w) return Bad("window", err);
+    auto w = ParseTimeWindow(v->get<std::string>());
+    if (!w.ok()) return Bad("window", w.error().message);
     s.window = *w;
   }
   if (const json* v = get("after")) {

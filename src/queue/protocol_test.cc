@@ -196,22 +196,23 @@ TEST(Protocol, ReadLineTakesLongRepliesAndRefusesEndlessOnes) {
 }
 
 TEST(Protocol, TimeWindows) {
-  std::string err;
-  auto w = ParseTimeWindow("22:00-07:00", &err);
-  ASSERT_TRUE(w);
+  auto w = ParseTimeWindow("22:00-07:00");
+  ASSERT_TRUE(w.ok());
   EXPECT_TRUE(w->Contains(23 * 60));
   EXPECT_TRUE(w->Contains(3 * 60));
   EXPECT_FALSE(w->Contains(12 * 60));
   EXPECT_FALSE(w->Contains(7 * 60));
-  auto day = ParseTimeWindow("9:30-17:00", &err);
-  ASSERT_TRUE(day);
+  auto day = ParseTimeWindow("9:30-17:00");
+  ASSERT_TRUE(day.ok());
   EXPECT_TRUE(day->Contains(9 * 60 + 30));
   EXPECT_FALSE(day->Contains(17 * 60));
   EXPECT_EQ(FormatTimeWindow(*day), "09:30-17:00");
-  EXPECT_FALSE(ParseTimeWindow("22-07", &err));
-  EXPECT_NE(err.find("22-07"), std::string::npos);
-  EXPECT_FALSE(ParseTimeWindow("10:60-11:00", &err));
-  EXPECT_TRUE(ParseTimeWindow("00:00-24:00", &err));
+  auto bad = ParseTimeWindow("22-07");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "bad_input");
+  EXPECT_NE(bad.error().message.find("22-07"), std::string::npos);
+  EXPECT_FALSE(ParseTimeWindow("10:60-11:00").ok());
+  EXPECT_TRUE(ParseTimeWindow("00:00-24:00").ok());
 }
 
 }  // namespace

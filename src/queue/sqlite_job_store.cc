@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "os/mounts.h"
+
 namespace gw::queue {
 namespace {
 
@@ -532,6 +534,15 @@ Error SqliteJobStore::SqlError(const std::string& what) const {
                          primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN;
   if (from_disk) {
     if (std::optional<std::string> cause = UnwritableCause(code, sqlite3_system_errno(db_))) {
+      // The kernel answers writes to files already open with EIO once it has
+      // turned the filesystem read-only after an error (ext4
+      // errors=remount-ro): the read-only mount is what the admin must see.
+      if (*cause == "I/O error") {
+        if (Result<os::MountFacts> m = os::MountOf(path_); m.ok() && m->read_only) {
+          cause = fmt::format("read-only file system ({} on {}, turned read-only after an error)",
+                              m->mount_point, m->source);
+        }
+      }
       return MakeError(kStoreUnwritable, fmt::format("queue storage not writable: {} ({}: {}: {})",
                                                      *cause, path_, what, sqlite3_errmsg(db_)));
     }
