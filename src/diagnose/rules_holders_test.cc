@@ -12,6 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace fixtures;  // NOLINT
 
 constexpr double kTwoDays = 2 * 86400 + 4 * 3600;
@@ -159,6 +160,28 @@ TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
   EXPECT_THAT(f.message, HasSubstr("holds /dev/nvidia* of GPU 0,1,2,3, but its parent is gone"));
   EXPECT_FALSE(EvidenceNumber(f, kHeldEvidence).has_value());  // Memory unknown, not 0.
   EXPECT_EQ(Count(findings, "UNLISTED_DEVICE_HOLDER"), 0u);    // Reported as the orphan it is.
+}
+
+TEST(OrphanHolderTest, TheMessageNamesTheSnapshotsDeviceDirectory) {
+  // gpuwarden --dev-dir /tmp/gw-dev: the holder scan matched /tmp/gw-dev/nvidiaN.
+  Snapshot s = HealthyServer(2);
+  s.device_dir = "/tmp/gw-dev/";
+  for (unsigned g = 0; g < 2; ++g) {
+    AddProcess(s, {.pid = 5003,
+                   .gpu = g,
+                   .ppid = 1,
+                   .pgid = 5000,
+                   .parent_comm = "systemd",
+                   .listed = false});
+  }
+  for (auto& [pid, host] : s.processes) {
+    for (std::string& file : host.device_files) file.replace(0, 5, "/tmp/gw-dev/");
+  }
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "ORPHAN_HOLDER");
+  EXPECT_THAT(f.message, HasSubstr("holds /tmp/gw-dev/nvidia* of GPU 0,1, but its parent is gone"));
+  EXPECT_THAT(f.message, Not(HasSubstr("/dev/nvidia*")));
 }
 
 TEST(OrphanHolderTest, AdoptedBySystemdUser) {
