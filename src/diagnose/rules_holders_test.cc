@@ -141,11 +141,10 @@ TEST(OrphanHolderTest, WorkerOfAKilledRun) {
   EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 5001 --dry-run"));
 }
 
-TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
-  // A data-loader worker forked after cuInit holds every /dev/nvidiaN but has
-  // no context: the driver does not list it ("fuser -v /dev/nvidia*" does).
-  Snapshot s = HealthyServer(4);
-  for (unsigned g = 0; g < 4; ++g) {
+// PID 5003, adopted by init from process group 5000, holding the device file
+// of GPUs 0..gpus-1 without being listed by the driver.
+void AddUnlistedOrphanWorker(Snapshot& s, unsigned gpus) {
+  for (unsigned g = 0; g < gpus; ++g) {
     AddProcess(s, {.pid = 5003,
                    .gpu = g,
                    .ppid = 1,
@@ -153,6 +152,13 @@ TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
                    .parent_comm = "systemd",
                    .listed = false});
   }
+}
+
+TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
+  // A data-loader worker forked after cuInit holds every /dev/nvidiaN but has
+  // no context: the driver does not list it ("fuser -v /dev/nvidia*" does).
+  Snapshot s = HealthyServer(4);
+  AddUnlistedOrphanWorker(s, 4);
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ORPHAN_HOLDER");
@@ -166,14 +172,7 @@ TEST(OrphanHolderTest, TheMessageNamesTheSnapshotsDeviceDirectory) {
   // gpuwarden --dev-dir /tmp/gw-dev: the holder scan matched /tmp/gw-dev/nvidiaN.
   Snapshot s = HealthyServer(2);
   s.device_dir = "/tmp/gw-dev/";
-  for (unsigned g = 0; g < 2; ++g) {
-    AddProcess(s, {.pid = 5003,
-                   .gpu = g,
-                   .ppid = 1,
-                   .pgid = 5000,
-                   .parent_comm = "systemd",
-                   .listed = false});
-  }
+  AddUnlistedOrphanWorker(s, 2);
   for (auto& [pid, host] : s.processes) {
     for (std::string& file : host.device_files) file.replace(0, 5, "/tmp/gw-dev/");
   }
