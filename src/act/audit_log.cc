@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -24,35 +23,6 @@ namespace gw::act {
 namespace {
 
 using Json = nlohmann::json;
-
-// The years 0000-9999, in ms since the epoch: the range ISO-8601's four-digit
-// year can show, checked before the calendar arithmetic so that no input can
-// overflow it.
-constexpr int64_t kMinIsoMs = -62167219200000;
-constexpr int64_t kMaxIsoMs = 253402300799999;
-
-Json IsoTime(int64_t unix_ms) {
-  if (unix_ms < kMinIsoMs || unix_ms > kMaxIsoMs) return nullptr;
-  using namespace std::chrono;
-  const sys_time<milliseconds> time{milliseconds{unix_ms}};
-  const sys_days day = floor<days>(time);
-  const year_month_day ymd{day};
-  const hh_mm_ss<milliseconds> hms{time - day};
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(ymd.year()),
-                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                     hms.hours().count(), hms.minutes().count(), hms.seconds().count(),
-                     hms.subseconds().count());
-}
-
-template <typename T>
-Json OrNull(const std::optional<T>& value) {
-  if (!value) return nullptr;
-  return *value;
-}
-
-// Strings of a record may hold bytes from other processes (command lines,
-// user names from NSS) or from an error text.
-Json Text(std::string_view raw) { return ToValidUtf8(raw); }
 
 Error LogError(const std::string& path, std::string_view reason) {
   return MakeError("io", fmt::format("audit log {}: {}", SanitizeForTerminal(path), reason));
@@ -191,21 +161,21 @@ std::string AuditRecordJson(const AuditRecord& record) {
     // administrators read the log with tail and less and a command line must
     // not drive their terminal.
     const std::pair<const char*, Json> fields[] = {
-        {"time", IsoTime(record.time_unix_ms)},
+        {"time", JsonOrNull(IsoTimeUtc(record.time_unix_ms))},
         {"time_unix_ms", record.time_unix_ms},
-        {"event", Text(record.event)},
+        {"event", JsonText(record.event)},
         {"caller_uid", record.caller_uid},
-        {"caller_user", Text(record.caller_user)},
+        {"caller_user", JsonText(record.caller_user)},
         {"pid", record.pid},
-        {"start_ticks", OrNull(record.start_ticks)},
-        {"uid", OrNull(record.uid)},
-        {"user", Text(record.user)},
-        {"command", Text(record.command)},
+        {"start_ticks", JsonOrNull(record.start_ticks)},
+        {"uid", JsonOrNull(record.uid)},
+        {"user", JsonText(record.user)},
+        {"command", JsonText(record.command)},
         {"gpus", record.gpus},
-        {"vram_bytes", OrNull(record.vram_bytes)},
-        {"signal", Text(record.signal)},
-        {"outcome", Text(record.outcome)},
-        {"detail", Text(record.detail)},
+        {"vram_bytes", JsonOrNull(record.vram_bytes)},
+        {"signal", JsonText(record.signal)},
+        {"outcome", JsonText(record.outcome)},
+        {"detail", JsonText(record.detail)},
     };
     std::string line = "{";
     for (const auto& [key, value] : fields) {

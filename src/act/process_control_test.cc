@@ -4,23 +4,20 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
+#include <optional>
+
+#include "os/test_child.h"
 #include "proc/proc_reader.h"
 
 namespace gw::act {
 namespace {
 
-pid_t StartSleeper() {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (;;) pause();
-  }
-  return pid;
-}
+using os::testing::TestChild;
 
 TEST(RealProcessControl, PinsSignalsAndSeesARealChildExit) {
-  const pid_t pid = StartSleeper();
+  TestChild child = TestChild::Sleeper();
+  const pid_t pid = child.pid();
   ASSERT_GT(pid, 0);
   Result<proc::StatFields> stat = proc::ProcReader().ReadStat(pid);
   ASSERT_TRUE(stat.ok()) << stat.error().message;
@@ -40,10 +37,10 @@ TEST(RealProcessControl, PinsSignalsAndSeesARealChildExit) {
   ASSERT_TRUE(control->Signal(h, SIGTERM).ok());
   for (int i = 0; i < 100 && !control->Exited(h); ++i) control->WaitAny({&h}, 100);
   EXPECT_TRUE(control->Exited(h));  // A zombie: not reaped yet.
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  const std::optional<int> status = child.Reap();
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFSIGNALED(*status));
+  EXPECT_EQ(WTERMSIG(*status), SIGTERM);
   EXPECT_TRUE(control->Exited(h));
   Status late = control->Signal(h, SIGKILL);
   ASSERT_FALSE(late.ok());
@@ -55,11 +52,10 @@ TEST(RealProcessControl, PinsSignalsAndSeesARealChildExit) {
 }
 
 TEST(RealProcessControl, AZombieIsNotPinned) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(0);
+  TestChild child = TestChild::Exiting();
+  const pid_t pid = child.pid();
   ASSERT_GT(pid, 0);
-  siginfo_t info{};
-  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  ASSERT_TRUE(child.WaitExitedNotReaped().has_value());
   Result<proc::StatFields> stat = proc::ProcReader().ReadStat(pid);
   ASSERT_TRUE(stat.ok()) << stat.error().message;
   ASSERT_EQ(stat->state, 'Z');
@@ -67,17 +63,15 @@ TEST(RealProcessControl, AZombieIsNotPinned) {
       MakeRealProcessControl()->Open(pid, stat->start_ticks);
   ASSERT_FALSE(handle.ok());
   EXPECT_EQ(handle.error().code, "gone");
-  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  ASSERT_TRUE(child.Reap().has_value());
 }
 
 TEST(RealProcessControl, AFakeProcRootIsWhereStartTimesAreRead) {
   // The child is real, but the proc root names no process: nothing is pinned.
-  const pid_t pid = StartSleeper();
-  ASSERT_GT(pid, 0);
+  TestChild child = TestChild::Sleeper();
+  ASSERT_GT(child.pid(), 0);
   Result<std::unique_ptr<ProcessHandle>> handle =
-      MakeRealProcessControl("/nonexistent-proc")->Open(pid, 0);
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
+      MakeRealProcessControl("/nonexistent-proc")->Open(child.pid(), 0);
   ASSERT_FALSE(handle.ok());
   EXPECT_EQ(handle.error().code, "gone");
 }

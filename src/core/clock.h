@@ -1,5 +1,5 @@
 // The clock seam: everything that reads the time takes a Clock&, so tests can
-// move time by hand (FakeClock in clock_test_util.h).
+// move time by hand (FakeClock, below).
 #ifndef GPUWARDEN_CORE_CLOCK_H_
 #define GPUWARDEN_CORE_CLOCK_H_
 

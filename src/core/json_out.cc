@@ -2,8 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
+#include "core/text.h"
+
 namespace gw {
 namespace {
+
+// The years 0000-9999 in ms since the epoch, checked before the calendar
+// arithmetic so that no input can overflow it.
+constexpr int64_t kMinIsoMs = -62167219200000;
+constexpr int64_t kMaxIsoMs = 253402300799999;
 
 bool NeedsEscape(char32_t cp) {
   return cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
@@ -58,6 +67,35 @@ std::string EscapeForTerminal(const std::string& in) {
 
 }  // namespace
 
+nlohmann::json JsonText(std::string_view text) { return ToValidUtf8(text); }
+
+nlohmann::json JsonTextList(const std::vector<std::string>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& s : list) out.push_back(JsonText(s));
+  return out;
+}
+
+nlohmann::json JsonOrNull(const std::optional<std::string>& value) {
+  if (!value.has_value()) return nullptr;
+  return JsonText(*value);
+}
+
+std::optional<std::string> IsoTimeUtc(int64_t unix_ms) {
+  if (unix_ms < kMinIsoMs || unix_ms > kMaxIsoMs) return std::nullopt;
+  // std::chrono's civil calendar rather than gmtime_r: no time_t range or
+  // errno to handle, and floor<days> counts times before the epoch back from
+  // it without the sign arithmetic a seconds/milliseconds split needs.
+  using namespace std::chrono;
+  const sys_time<milliseconds> time{milliseconds{unix_ms}};
+  const sys_days day = floor<days>(time);
+  const year_month_day ymd{day};
+  const hh_mm_ss<milliseconds> hms{time - day};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(ymd.year()),
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                     hms.hours().count(), hms.minutes().count(), hms.seconds().count(),
+                     hms.subseconds().count());
+}
+
 std::string DumpJsonFragmentForTerminal(const nlohmann::json& value, bool pretty, int depth) {
   std::string text = EscapeForTerminal(
       value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -76,16 +114,20 @@ std::string DumpJsonFragmentForTerminal(const nlohmann::json& value, bool pretty
   return out;
 }
 
+std::string JsonErrorDocument(std::string_view schema) {
+  return fmt::format(
+      R"({{"errors":[{{"code":"internal","message":"could not serialise the document",)"
+      R"("source":"render"}}],"schema":"{}","schema_version":1}})",
+      schema);
+}
+
 std::string DumpJsonForTerminal(const nlohmann::json& doc, bool pretty, std::string_view schema) {
   try {
     return EscapeForTerminal(
         doc.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace));
   } catch (...) {
     // Only allocation can fail here; a short fixed document keeps the output JSON.
-    return fmt::format(
-        R"({{"errors":[{{"code":"internal","message":"could not serialise the document",)"
-        R"("source":"render"}}],"schema":"{}","schema_version":1}})",
-        schema);
+    return JsonErrorDocument(schema);
   }
 }
 

@@ -56,6 +56,10 @@ std::string TruncateToWidth(std::string_view text, int columns);
 std::string PadRight(std::string_view text, int columns);
 std::string PadLeft(std::string_view text, int columns);
 
+// `text` with the ASCII letters a-z made upper case; every other byte (UTF-8
+// sequences included) unchanged. Independent of the locale.
+std::string AsciiUpper(std::string_view text);
+
 }  // namespace gw
 
 #endif  // GPUWARDEN_CORE_TEXT_H_

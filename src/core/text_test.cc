@@ -148,5 +148,11 @@ TEST(Pad, PadsToExactWidthByDisplayColumns) {
   EXPECT_EQ(DisplayWidth(PadRight("训练模型", 5)), 5);
 }
 
+TEST(AsciiUpper, RaisesOnlyAsciiLetters) {
+  EXPECT_EQ(AsciiUpper("idle_holder xid-79"), "IDLE_HOLDER XID-79");
+  EXPECT_EQ(AsciiUpper("caf\xC3\xA9 \xCE\xB1"), "CAF\xC3\xA9 \xCE\xB1");  // UTF-8 unchanged.
+  EXPECT_EQ(AsciiUpper(""), "");
+}
+
 }  // namespace
 }  // namespace gw

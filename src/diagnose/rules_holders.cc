@@ -11,6 +11,7 @@
 
 #include "core/units.h"
 #include "diagnose/rule_context.h"
+#include "proc/device_files.h"
 
 namespace gw::diagnose::internal {
 namespace {
@@ -92,8 +93,16 @@ std::vector<Holder> Holders(const RuleContext& ctx) {
   return out;
 }
 
-std::string HeldText(const Holding& h, const std::vector<unsigned>& gpus) {
-  if (h.listed == nullptr) return fmt::format("holds /dev/nvidia* of GPU {}", GpuList(gpus));
+// "/dev/nvidia*", in the device directory the snapshot was taken with
+// (--dev-dir), which is where the holder scan matched the files.
+std::string DeviceFiles(const Snapshot& s) {
+  return Safe(proc::DeviceFilePrefix(s.device_dir)) + "*";
+}
+
+std::string HeldText(const RuleContext& ctx, const Holding& h, const std::vector<unsigned>& gpus) {
+  if (h.listed == nullptr) {
+    return fmt::format("holds {} of GPU {}", DeviceFiles(ctx.latest()), GpuList(gpus));
+  }
   if (!h.bytes()) return fmt::format("holds GPU {} (memory unknown)", h.gpu);
   return fmt::format("holds {} on GPU {}", FormatBytes(*h.bytes()), h.gpu);
 }
@@ -134,7 +143,7 @@ void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
                                    : "its parent";
     std::string message = fmt::format(
         "{} {} but has exited (zombie); kill cannot help. {}", ProcessText(h.pid, h.host, h.listed),
-        HeldText(h, gpus),
+        HeldText(ctx, h, gpus),
         reaper_parent
             ? "Its parent is init, which reaps at once: the driver still holds the context"
             : fmt::format("Its parent {} has not reaped it", parent));
@@ -160,7 +169,7 @@ void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out
         "UNINTERRUPTIBLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and has been in uninterruptible sleep (D) for at least {}: signals "
                     "cannot reach it, so kill cannot free the GPU",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus),
+                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
                     FormatDuration(stuck_s)),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
@@ -194,7 +203,7 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
         fmt::format("{} {}{}, but its parent is gone: it was adopted by {} while still in "
                     "process group {}, whose leader has exited; likely a worker left behind "
                     "by a killed run",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus), sm, adopter,
+                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus), sm, adopter,
                     *host.pgid),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
@@ -232,7 +241,7 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     Finding f = MakeFinding(
         "IDLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and did no GPU work (SM 0 % in {} of {} samples){}",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(h, gpus), pw.sm_known,
+                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus), pw.sm_known,
                     pw.present,
                     age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
         Gib(*h.bytes()));
@@ -293,22 +302,22 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     }
     std::string likeliest;
     if (computes) {
-      likeliest =
-          !ctx.live() ? "live work the nvidia-smi that made this dump could not list (it ran in "
+      likeliest = !ctx.live()
+                      ? "live work the nvidia-smi that made this dump could not list (it ran in "
                         "a container: the driver lists only the caller's PID namespace)"
-          : o.in_container
-              ? "live work in another PID namespace: gpuwarden runs in a container and "
-                "the driver lists only this container's processes"
-          : !holders.empty() ? fmt::format(
-                                   "live work of PID{} {}, which hold{} /dev/nvidia* of this GPU "
-                                   "without being listed",
-                                   holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
-                                   holders.size() == 1 ? "s" : "")
-          : !o.caller_is_root
-              ? "live work of other users hidden from you (hidepid or unreadable "
-                "/proc/PID/fd); sudo gpuwarden why shows them"
-              : "live work in another PID namespace (a container or VM whose processes "
-                "the driver does not list here)";
+                  : o.in_container
+                      ? "live work in another PID namespace: gpuwarden runs in a container and "
+                        "the driver lists only this container's processes"
+                  : !holders.empty() ? fmt::format(
+                                           "live work of PID{} {}, which hold{} {} of this GPU "
+                                           "without being listed",
+                                           holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
+                                           holders.size() == 1 ? "s" : "", DeviceFiles(latest))
+                  : !o.caller_is_root
+                      ? "live work of other users hidden from you (hidepid or unreadable "
+                        "/proc/PID/fd); sudo gpuwarden why shows them"
+                      : "live work in another PID namespace (a container or VM whose processes "
+                        "the driver does not list here)";
     } else if (!ctx.live()) {
       likeliest =
           "the nvidia-smi that made this dump ran in a container (the driver lists only the "
@@ -318,9 +327,9 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
           "processes in another PID namespace: gpuwarden runs in a container and the driver "
           "lists only this container's processes; run gpuwarden on the host";
     } else if (!holders.empty()) {
-      likeliest = fmt::format("PID{} {} hold{} /dev/nvidia* of this GPU without being listed",
+      likeliest = fmt::format("PID{} {} hold{} {} of this GPU without being listed",
                               holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
-                              holders.size() == 1 ? "s" : "");
+                              holders.size() == 1 ? "s" : "", DeviceFiles(latest));
     } else if (!o.caller_is_root) {
       likeliest =
           "processes of other users hidden from you (hidepid or unreadable /proc/PID/fd); run "

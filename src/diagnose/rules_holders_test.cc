@@ -12,6 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace fixtures;  // NOLINT
 
 constexpr double kTwoDays = 2 * 86400 + 4 * 3600;
@@ -140,11 +141,10 @@ TEST(OrphanHolderTest, WorkerOfAKilledRun) {
   EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 5001 --dry-run"));
 }
 
-TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
-  // A data-loader worker forked after cuInit holds every /dev/nvidiaN but has
-  // no context: the driver does not list it ("fuser -v /dev/nvidia*" does).
-  Snapshot s = HealthyServer(4);
-  for (unsigned g = 0; g < 4; ++g) {
+// PID 5003, adopted by init from process group 5000, holding the device file
+// of GPUs 0..gpus-1 without being listed by the driver.
+void AddUnlistedOrphanWorker(Snapshot& s, unsigned gpus) {
+  for (unsigned g = 0; g < gpus; ++g) {
     AddProcess(s, {.pid = 5003,
                    .gpu = g,
                    .ppid = 1,
@@ -152,6 +152,13 @@ TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
                    .parent_comm = "systemd",
                    .listed = false});
   }
+}
+
+TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
+  // A data-loader worker forked after cuInit holds every /dev/nvidiaN but has
+  // no context: the driver does not list it ("fuser -v /dev/nvidia*" does).
+  Snapshot s = HealthyServer(4);
+  AddUnlistedOrphanWorker(s, 4);
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ORPHAN_HOLDER");
@@ -159,6 +166,21 @@ TEST(OrphanHolderTest, UnlistedWorkerIsReportedOnceForAllItsGpus) {
   EXPECT_THAT(f.message, HasSubstr("holds /dev/nvidia* of GPU 0,1,2,3, but its parent is gone"));
   EXPECT_FALSE(EvidenceNumber(f, kHeldEvidence).has_value());  // Memory unknown, not 0.
   EXPECT_EQ(Count(findings, "UNLISTED_DEVICE_HOLDER"), 0u);    // Reported as the orphan it is.
+}
+
+TEST(OrphanHolderTest, TheMessageNamesTheSnapshotsDeviceDirectory) {
+  // gpuwarden --dev-dir /tmp/gw-dev: the holder scan matched /tmp/gw-dev/nvidiaN.
+  Snapshot s = HealthyServer(2);
+  s.device_dir = "/tmp/gw-dev/";
+  AddUnlistedOrphanWorker(s, 2);
+  for (auto& [pid, host] : s.processes) {
+    for (std::string& file : host.device_files) file.replace(0, 5, "/tmp/gw-dev/");
+  }
+  auto findings = RunOne(s);
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "ORPHAN_HOLDER");
+  EXPECT_THAT(f.message, HasSubstr("holds /tmp/gw-dev/nvidia* of GPU 0,1, but its parent is gone"));
+  EXPECT_THAT(f.message, Not(HasSubstr("/dev/nvidia*")));
 }
 
 TEST(OrphanHolderTest, AdoptedBySystemdUser) {

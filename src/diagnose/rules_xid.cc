@@ -7,15 +7,16 @@
 #include "diagnose/rules_xid.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "core/pci_address.h"
 #include "diagnose/rule_context.h"
 #include "kmsg/event_age.h"
+#include "proc/device_files.h"
 
 namespace gw::diagnose {
 
@@ -59,39 +60,12 @@ namespace {
 
 using kmsg::KernelEvent;
 
-// (domain, bus, device) of "0000:3b:00", "00000000:3B:00.0" or "3b:00.0".
-using PciAddress = std::tuple<unsigned, unsigned, unsigned>;
-
-Opt<unsigned> Hex(std::string_view text) {
-  unsigned value = 0;
-  if (text.empty()) return std::nullopt;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-Opt<PciAddress> ParsePci(std::string_view text) {
-  if (text.substr(0, 4) == "PCI:") text.remove_prefix(4);
-  std::vector<std::string_view> parts;
-  while (true) {
-    size_t colon = text.find(':');
-    parts.push_back(text.substr(0, colon));
-    if (colon == std::string_view::npos) break;
-    text.remove_prefix(colon + 1);
-  }
-  if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
-  std::string_view device = parts.back();
-  device = device.substr(0, device.find('.'));
-  Opt<unsigned> domain = parts.size() == 3 ? Hex(parts[0]) : Opt<unsigned>(0);
-  Opt<unsigned> bus = Hex(parts[parts.size() - 2]);
-  Opt<unsigned> dev = Hex(device);
-  if (!domain || !bus || !dev) return std::nullopt;
-  return PciAddress{*domain, *bus, *dev};
-}
-
-// As the kernel writes it: "0000:3b:00".
-std::string PciText(const PciAddress& a) {
-  return fmt::format("{:04x}:{:02x}:{:02x}", std::get<0>(a), std::get<1>(a), std::get<2>(a));
+// Incidents are placed by PCI slot (domain, bus, device): the kernel names
+// a GPU without its function ("0000:3b:00"), NVML with it ("...:3B:00.0").
+Opt<PciAddress> ParseSlot(std::string_view text) {
+  Opt<PciAddress> a = ParsePciAddress(text);
+  if (a) a->function = 0;
+  return a;
 }
 
 // One incident: an Xid line (with the fell-off-the-bus notice printed with an
@@ -120,7 +94,7 @@ struct Group {
 
 std::string Subject(const Where& w) {
   if (w.gpu) return fmt::format("GPU {}", *w.gpu);
-  if (w.pci) return fmt::format("The GPU at PCI {}", PciText(*w.pci));
+  if (w.pci) return fmt::format("The GPU at PCI {}", w.pci->KernelText());
   return "A GPU";
 }
 
@@ -198,13 +172,13 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       auto [it, fresh] = seen.try_emplace(*gpu.pci_bus_id, gpu.index);
       if (!fresh && it->second == gpu.index) continue;
       it->second = gpu.index;
-      if (Opt<PciAddress> a = ParsePci(*gpu.pci_bus_id)) gpu_at[*a] = gpu.index;
+      if (Opt<PciAddress> a = ParseSlot(*gpu.pci_bus_id)) gpu_at[*a] = gpu.index;
     }
   }
   auto where_of = [&](const KernelEvent& e) {
     Where w;
     if (e.pci_bus_id) {
-      if (Opt<PciAddress> a = ParsePci(*e.pci_bus_id)) {
+      if (Opt<PciAddress> a = ParseSlot(*e.pci_bus_id)) {
         if (auto it = gpu_at.find(*a); it != gpu_at.end()) {
           w.gpu = it->second;
         } else {
@@ -348,7 +322,7 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
   std::map<PciAddress, std::vector<std::string>> missing;  // -> what the kernel said.
   auto saw = [&](const Opt<std::string>& bus, std::string what) {
     if (!bus) return;
-    const Opt<PciAddress> a = ParsePci(*bus);
+    const Opt<PciAddress> a = ParseSlot(*bus);
     if (!a || gpu_at.count(*a)) return;
     std::vector<std::string>& said = missing[*a];
     if (std::find(said.begin(), said.end(), what) == said.end()) said.push_back(std::move(what));
@@ -388,18 +362,18 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     Finding f = MakeFinding("GPU_MISSING", {}, {},
                             fmt::format("The GPU at PCI {} is missing: the kernel saw it ({}) but "
                                         "{}",
-                                        PciText(pci), fmt::join(said, "; "), lister),
+                                        pci.KernelText(), fmt::join(said, "; "), lister),
                             1.5);
-    f.evidence.push_back(TextEvidence("pci_bus_id", PciText(pci)));
+    f.evidence.push_back(TextEvidence("pci_bus_id", pci.KernelText()));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
   for (unsigned minor : missing_minors) {
     Finding f = MakeFinding(
         "GPU_MISSING", {}, {},
-        fmt::format("The GPU with device minor number {} (/dev/nvidia{}) is missing: the kernel "
+        fmt::format("The GPU with device minor number {} ({}{}) is missing: the kernel "
                     "saw it (RmInitAdapter failed) but {}",
-                    minor, minor, lister),
+                    minor, Safe(proc::DeviceFilePrefix(latest.device_dir)), minor, lister),
         1.5);
     f.evidence.push_back(NumberEvidence("minor_number", minor, "count", fmt::format("{}", minor)));
     AddCatalogSteps(f);

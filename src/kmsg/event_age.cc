@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "kmsg/nvrm_parser.h"
+#include "core/pci_address.h"
 
 namespace gw::kmsg {
 namespace {
@@ -125,8 +125,8 @@ std::string HistoryReasonText(HistoryReason reason, const EventAgeOptions& optio
 bool SameFallOffTheBus(const KernelEvent& xid79, const KernelEvent& notice, size_t distance) {
   if (xid79.kind != kKindXid || xid79.xid != 79u || notice.kind != kKindFallenOffBus) return false;
   if (!xid79.pci_bus_id || !notice.pci_bus_id) return false;
-  const Opt<std::string> a = NormalizePciBusId(*xid79.pci_bus_id);
-  if (!a || a != NormalizePciBusId(*notice.pci_bus_id)) return false;
+  const Opt<PciAddress> a = ParsePciAddress(*xid79.pci_bus_id);
+  if (!a || a != ParsePciAddress(*notice.pci_bus_id)) return false;
   if (xid79.boot_id != notice.boot_id) return false;
   if (const Opt<double> gap = SecondsBetween(xid79, notice)) {
     return std::fabs(*gap) <= kSameIncidentS;

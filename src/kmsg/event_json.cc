@@ -1,37 +1,25 @@
 #include "kmsg/event_json.h"
 
-#include "core/text.h"
+#include "core/json_out.h"
 
 namespace gw::kmsg {
-namespace {
-
-template <typename T>
-nlohmann::json OrNull(const Opt<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json TextOrNull(const Opt<std::string>& v) {
-  return v ? nlohmann::json(ToValidUtf8(*v)) : nlohmann::json(nullptr);
-}
-
-}  // namespace
 
 nlohmann::json EventToJson(const KernelEvent& ev) {
   nlohmann::json j = {
-      {"time_unix_ms", OrNull(ev.time_unix_ms)},
-      {"monotonic_s", OrNull(ev.monotonic_s)},
+      {"time_unix_ms", JsonOrNull(ev.time_unix_ms)},
+      {"monotonic_s", JsonOrNull(ev.monotonic_s)},
       {"kind", ev.kind},
-      {"pci_bus_id", TextOrNull(ev.pci_bus_id)},
-      {"xid", OrNull(ev.xid)},
-      {"pid", OrNull(ev.pid)},
-      {"process_name", TextOrNull(ev.process_name)},
-      {"gpu_instance", OrNull(ev.gpu_instance)},
-      {"compute_instance", OrNull(ev.compute_instance)},
-      {"minor_number", OrNull(ev.minor_number)},
-      {"detail", ToValidUtf8(ev.detail)},
-      {"source", ToValidUtf8(ev.source)},
-      {"boot_id", ToValidUtf8(ev.boot_id)},
-      {"raw", ToValidUtf8(ev.raw)},
+      {"pci_bus_id", JsonOrNull(ev.pci_bus_id)},
+      {"xid", JsonOrNull(ev.xid)},
+      {"pid", JsonOrNull(ev.pid)},
+      {"process_name", JsonOrNull(ev.process_name)},
+      {"gpu_instance", JsonOrNull(ev.gpu_instance)},
+      {"compute_instance", JsonOrNull(ev.compute_instance)},
+      {"minor_number", JsonOrNull(ev.minor_number)},
+      {"detail", JsonText(ev.detail)},
+      {"source", JsonText(ev.source)},
+      {"boot_id", JsonText(ev.boot_id)},
+      {"raw", JsonText(ev.raw)},
   };
   return j;
 }

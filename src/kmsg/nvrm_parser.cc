@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/pci_address.h"
 #include "kmsg/scan.h"
 
 namespace gw::kmsg {
@@ -55,42 +56,13 @@ Opt<unsigned> MinorNumber(std::string_view s) {
   return std::nullopt;
 }
 
-// A PCI address at the start of `s`: "dddd:bb:dd[.f]" or the very old
-// "bb:dd" (hex, any case, 1-8 digits per group). Sets *used to its length.
+// A PCI address at the start of `s` (core/pci_address.h gives the forms), in
+// NVML's spelling, the one every KernelEvent holds. Sets *used to its length.
 Opt<std::string> ReadPci(std::string_view s, size_t* used) {
-  uint64_t g[3] = {0, 0, 0};
-  int ng = 0;
-  size_t i = 0;
-  while (ng < 3) {
-    uint64_t v = 0;
-    size_t start = i;
-    while (i < s.size() && i - start < 8 && HexValue(s[i]) >= 0) v = v * 16 + HexValue(s[i++]);
-    if (i == start) return std::nullopt;
-    if (i < s.size() && HexValue(s[i]) >= 0) return std::nullopt;  // > 8 digits.
-    g[ng++] = v;
-    if (ng < 3 && i + 1 < s.size() && s[i] == ':' && HexValue(s[i + 1]) >= 0) {
-      ++i;
-      continue;
-    }
-    break;
-  }
-  if (ng < 2) return std::nullopt;
-  uint64_t function = 0;
-  if (i + 1 < s.size() && s[i] == '.' && HexValue(s[i + 1]) >= 0 &&
-      (i + 2 >= s.size() || HexValue(s[i + 2]) < 0)) {
-    function = static_cast<uint64_t>(HexValue(s[i + 1]));
-    i += 2;
-  }
-  const uint64_t domain = ng == 3 ? g[0] : 0;
-  const uint64_t bus = ng == 3 ? g[1] : g[0];
-  const uint64_t device = ng == 3 ? g[2] : g[1];
-  if (bus > 0xff || device > 0x1f || function > 7) return std::nullopt;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%08X:%02X:%02X.%X", static_cast<unsigned>(domain),
-                static_cast<unsigned>(bus), static_cast<unsigned>(device),
-                static_cast<unsigned>(function));
-  *used = i;
-  return std::string(buf);
+  const Opt<PciAddressRead> read = ReadPciAddress(s);
+  if (!read) return std::nullopt;
+  *used = read->length;
+  return read->address.ToString();
 }
 
 // Decodes the \xNN escapes /dev/kmsg puts in place of control bytes.
@@ -124,15 +96,6 @@ bool IsProbeContinuation(std::string_view body, std::string_view text_so_far) {
 }
 
 }  // namespace
-
-Opt<std::string> NormalizePciBusId(std::string_view text) {
-  std::string_view s = Trim(text);
-  if (StartsWith(s, "PCI:")) s.remove_prefix(4);
-  size_t used = 0;
-  auto pci = ReadPci(s, &used);
-  if (!pci || used != s.size()) return std::nullopt;
-  return pci;
-}
 
 NvrmParser::NvrmParser(ParseOptions options) : options_(std::move(options)) {
   if (options_.boot_prefix.empty()) options_.boot_prefix = options_.source;

@@ -152,11 +152,6 @@ class NvrmParser {
 // Parses a whole log held in memory.
 std::vector<KernelEvent> ParseKernelLog(std::string_view text, const ParseOptions& options);
 
-// "0000:3b:00", "PCI:0000:3b:00", "0000:3b:00.0", "3b:00" (old bus:device),
-// "00000000:3B:00.0" -> "00000000:3B:00.0" (NVML's form); nullopt when `text`
-// is not a PCI address.
-Opt<std::string> NormalizePciBusId(std::string_view text);
-
 }  // namespace gw::kmsg
 
 #endif  // GPUWARDEN_KMSG_NVRM_PARSER_H_

@@ -518,23 +518,6 @@ TEST(NvrmPrefix, UserSpaceProgramQuotingNvrmIsNotTheKernel) {
   EXPECT_TRUE(ev.empty());
 }
 
-TEST(NvrmPci, Normalisation) {
-  EXPECT_EQ(NormalizePciBusId("0000:3b:00"), "00000000:3B:00.0");
-  EXPECT_EQ(NormalizePciBusId("PCI:0000:3b:00"), "00000000:3B:00.0");
-  EXPECT_EQ(NormalizePciBusId("0000:5d:00.0"), "00000000:5D:00.0");
-  EXPECT_EQ(NormalizePciBusId("00000000:3B:00.0"), "00000000:3B:00.0");
-  EXPECT_EQ(NormalizePciBusId("0019:01:00"), "00000019:01:00.0");
-  EXPECT_EQ(NormalizePciBusId("0006:00"), "00000000:06:00.0");
-  EXPECT_EQ(NormalizePciBusId("0000:10:1c.3"), "00000000:10:1C.3");
-  EXPECT_FALSE(NormalizePciBusId("0000:3b"));      // Domain:bus only is bus:device 0x3b > 0x1f.
-  EXPECT_FALSE(NormalizePciBusId("0000:100:00"));  // Bus > 0xff.
-  EXPECT_FALSE(NormalizePciBusId("0000:3b:20"));   // Device > 0x1f.
-  EXPECT_FALSE(NormalizePciBusId("10de:1c82"));    // A PCI ID, not an address.
-  EXPECT_FALSE(NormalizePciBusId("zz:00"));
-  EXPECT_FALSE(NormalizePciBusId(""));
-  EXPECT_FALSE(NormalizePciBusId("0000:3b:00 trailing"));
-}
-
 // --- Boots -----------------------------------------------------------------
 
 TEST(NvrmBoots, LinuxVersionAndClockGoingBack) {

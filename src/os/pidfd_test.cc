@@ -9,17 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
+#include <string>
+
+#include "os/test_child.h"
+
 namespace gw::os {
 namespace {
 
-// Forks a child that waits for a signal.
-pid_t StartSleeper() {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (;;) pause();
-  }
-  return pid;
-}
+using testing::TestChild;
 
 // Whether the pidfd turns readable (its process exited) within `ms`.
 bool ExitsWithin(int pidfd, int ms) {
@@ -28,14 +26,10 @@ bool ExitsWithin(int pidfd, int ms) {
 }
 
 TEST(Pidfd, OpenSignalAndSeeARealChildExit) {
-  const pid_t pid = StartSleeper();
-  ASSERT_GT(pid, 0);
-  Result<UniqueFd> fd = PidfdOpen(pid);
-  if (!fd.ok() && fd.error().code == "unsupported") {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    GTEST_SKIP() << fd.error().message;
-  }
+  TestChild child = TestChild::Sleeper();
+  ASSERT_GT(child.pid(), 0);
+  Result<UniqueFd> fd = PidfdOpen(child.pid());
+  if (!fd.ok() && fd.error().code == "unsupported") GTEST_SKIP() << fd.error().message;
   ASSERT_TRUE(fd.ok()) << fd.error().message;
   ASSERT_TRUE(fd->valid());
   EXPECT_NE(fcntl(fd->get(), F_GETFD) & FD_CLOEXEC, 0);
@@ -46,14 +40,14 @@ TEST(Pidfd, OpenSignalAndSeeARealChildExit) {
   ASSERT_TRUE(PidfdSendSignal(fd->get(), SIGTERM).ok());
   // A zombie counts as exited: it is not reaped yet.
   EXPECT_TRUE(ExitsWithin(fd->get(), 10000));
-  siginfo_t info{};
-  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
-  EXPECT_EQ(info.si_status, SIGTERM);
+  const std::optional<siginfo_t> info = child.WaitExitedNotReaped();
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->si_status, SIGTERM);
 
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  const std::optional<int> status = child.Reap();
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFSIGNALED(*status));
+  EXPECT_EQ(WTERMSIG(*status), SIGTERM);
   // Reaped: the pidfd still names that process, not whoever gets the PID.
   EXPECT_TRUE(PidfdExited(fd->get()));
   Status late = PidfdSendSignal(fd->get(), SIGKILL);
@@ -62,10 +56,10 @@ TEST(Pidfd, OpenSignalAndSeeARealChildExit) {
 }
 
 TEST(Pidfd, AReapedPidIsGone) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  TestChild child = TestChild::Exiting();
+  ASSERT_GT(child.pid(), 0);
+  ASSERT_TRUE(child.Reap().has_value());
+  const pid_t pid = child.pid();
   Result<UniqueFd> fd = PidfdOpen(pid);
   if (!fd.ok() && fd.error().code == "unsupported") GTEST_SKIP() << fd.error().message;
   ASSERT_FALSE(fd.ok()) << "PID " << pid << " was reused at once";

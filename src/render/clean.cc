@@ -87,22 +87,20 @@ void AppendRows(std::string& out, const std::vector<act::PlanItem>& items, int w
 
 std::string Seconds(double s) { return fmt::format("{:.1f} s", s); }
 
-json OptJson(const Opt<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
-
 json ItemJson(const act::PlanItem& i) {
   return json{
       {"pid", i.pid},
-      {"start_ticks", OptJson(i.start_ticks)},
-      {"uid", i.uid ? json(*i.uid) : json(nullptr)},
+      {"start_ticks", JsonOrNull(i.start_ticks)},
+      {"uid", JsonOrNull(i.uid)},
       {"user", ToValidUtf8(i.user)},
       {"gpus", i.gpus},
-      {"vram_bytes", OptJson(i.vram_bytes)},
-      {"sm_pct", i.sm_pct ? json(*i.sm_pct) : json(nullptr)},
-      {"age_s", i.age_s ? json(*i.age_s) : json(nullptr)},
+      {"vram_bytes", JsonOrNull(i.vram_bytes)},
+      {"sm_pct", JsonOrNull(i.sm_pct)},
+      {"age_s", JsonOrNull(i.age_s)},
       {"state", i.state ? json(ProcessStateName(*i.state)) : json(nullptr)},
       {"command", ToValidUtf8(CommandText(i))},
       {"role", act::RoleName(i.role)},
-      {"because_of", i.because_of ? json(*i.because_of) : json(nullptr)},
+      {"because_of", JsonOrNull(i.because_of)},
       {"reason_code", act::ReasonCode(i.reason)},
       {"reason", ToValidUtf8(i.detail)},
   };
@@ -216,7 +214,7 @@ std::string RenderCleanJson(const CleanDocument& doc) {
                            {"command", ToValidUtf8(CommandText(r.item))},
                            {"outcome", act::OutcomeName(r.outcome)},
                            {"signals", std::move(signals)},
-                           {"seconds", r.seconds ? json(*r.seconds) : json(nullptr)},
+                           {"seconds", JsonOrNull(r.seconds)},
                            {"state", r.state ? json(ProcessStateName(*r.state)) : json(nullptr)},
                            {"detail", ToValidUtf8(r.detail)}});
       }
@@ -226,10 +224,10 @@ std::string RenderCleanJson(const CleanDocument& doc) {
     if (doc.release != nullptr) {
       for (const act::GpuRelease& g : doc.release->gpus) {
         gpus.push_back({{"index", g.index},
-                        {"used_before_bytes", OptJson(g.used_before_bytes)},
-                        {"used_after_bytes", OptJson(g.used_after_bytes)},
+                        {"used_before_bytes", JsonOrNull(g.used_before_bytes)},
+                        {"used_after_bytes", JsonOrNull(g.used_after_bytes)},
                         {"expected_bytes", g.expected_bytes},
-                        {"freed_bytes", OptJson(g.freed_bytes)},
+                        {"freed_bytes", JsonOrNull(g.freed_bytes)},
                         {"still_held_bytes", g.still_held_bytes},
                         {"still_listed", g.still_listed},
                         {"released", g.released}});

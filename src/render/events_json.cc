@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "core/json_out.h"
 #include "core/text.h"
 #include "kmsg/event_json.h"
 #include "kmsg/xid_catalog.h"
-#include "core/json_out.h"
 
 namespace gw::render {
 namespace {
@@ -49,7 +49,7 @@ json SourcesJson(const EventsContext& ctx) {
 json EventJson(const kmsg::KernelEvent& ev, const EventsContext& ctx) {
   json e = kmsg::EventToJson(ev);
   const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id);
-  e["gpu_index"] = idx ? json(*idx) : json(nullptr);
+  e["gpu_index"] = JsonOrNull(idx);
   e["xid_info"] = XidInfoJson(ev);
   return e;
 }
@@ -62,7 +62,7 @@ json EscalationsJson(const EventsContext& ctx) {
     for (const std::string& bus : e.pci_bus_ids) {
       buses.push_back(ToValidUtf8(bus));
       const std::optional<unsigned> idx = GpuIndexForBusId(ctx, bus);
-      indices.push_back(idx ? json(*idx) : json(nullptr));
+      indices.push_back(JsonOrNull(idx));
     }
     escalations.push_back({{"kind", kmsg::EscalationKindName(e.kind)},
                            {"pci_bus_ids", std::move(buses)},

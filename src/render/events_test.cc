@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/json_out.h"
 #include "core/text.h"
 #include "render/events_json.h"
-#include "core/json_out.h"
 #include "render/test_diagnoses.h"
 
 namespace gw::render {
@@ -36,6 +36,19 @@ EventsContext Context() {
   c.sources_unavailable = {"journal: journalctl not found"};
   c.gpu_index_by_bus_id = {{"00000000:5D:00.0", 3}, {"00000000:19:00.0", 0}};
   return c;
+}
+
+TEST(GpuIndexForBusId, MatchesEverySpellingOfTheAddress) {
+  const EventsContext c = Context();
+  for (const char* bus :
+       {"00000000:5D:00.0", "00000000:5d:00.0", "0000:5d:00.0", "0000:5d:00", "PCI:0000:5d:00"}) {
+    EXPECT_EQ(GpuIndexForBusId(c, std::string(bus)), 3u) << bus;
+  }
+  EXPECT_EQ(GpuIndexForBusId(c, std::string("00000000:19:00.0")), 0u);
+  EXPECT_EQ(GpuIndexForBusId(c, std::string("0001:5d:00.0")), std::nullopt);  // Other domain.
+  EXPECT_EQ(GpuIndexForBusId(c, std::string("00000000:AA:00.0")), std::nullopt);
+  EXPECT_EQ(GpuIndexForBusId(c, std::string("not a bus")), std::nullopt);
+  EXPECT_EQ(GpuIndexForBusId(c, std::nullopt), std::nullopt);
 }
 
 TEST(EventsText, NoEvents) {

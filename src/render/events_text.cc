@@ -1,13 +1,13 @@
 #include "render/events_text.h"
 
 #include <algorithm>
-#include <cctype>
 #include <ctime>
 #include <set>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "core/pci_address.h"
 #include "core/text.h"
 #include "kmsg/xid_catalog.h"
 #include "render/events_explain.h"
@@ -17,12 +17,6 @@ namespace gw::render {
 namespace {
 
 using kmsg::KernelEvent;
-
-std::string UpperCase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "2025-01-20T11:18:26+01:00" in the local time zone.
 std::string LocalIsoTime(int64_t unix_ms) {
@@ -58,7 +52,7 @@ std::string WhatLabel(const KernelEvent& ev) {
     const kmsg::XidInfo info = kmsg::LookupXid(*ev.xid);
     // Codes without an NVIDIA mnemonic get their name in the same style.
     std::string mnemonic =
-        info.mnemonic.empty() ? UpperCase(info.name) : std::string(info.mnemonic);
+        info.mnemonic.empty() ? AsciiUpper(info.name) : std::string(info.mnemonic);
     std::replace(mnemonic.begin(), mnemonic.end(), ' ', '_');
     // NVIDIA prefixes most names with the reporting unit; the rest says it.
     constexpr std::string_view kUnit = "ROBUST_CHANNEL_";
@@ -98,9 +92,11 @@ std::optional<unsigned> GpuIndexForBusId(const EventsContext& context,
       it != context.gpu_index_by_bus_id.end()) {
     return it->second;
   }
-  const std::string want = UpperCase(*pci_bus_id);
+  // NVML and the kernel log spell one address differently (core/pci_address.h).
+  const std::optional<PciAddress> want = ParsePciAddress(*pci_bus_id);
+  if (!want) return std::nullopt;
   for (const auto& [bus, index] : context.gpu_index_by_bus_id) {
-    if (UpperCase(bus) == want) return index;
+    if (ParsePciAddress(bus) == want) return index;
   }
   return std::nullopt;
 }

@@ -18,7 +18,7 @@ struct EventsContext {
   std::vector<std::string> sources_used;         // "kmsg", "journal", "/var/log/kern.log", ...
   std::vector<std::string> sources_unavailable;  // "name: reason".
   // NVML bus id ("00000000:3B:00.0") -> GPU index, from a snapshot when one
-  // was taken; matched case-insensitively.
+  // was taken; matched as PCI addresses (any case, any domain width).
   std::map<std::string, unsigned> gpu_index_by_bus_id;
   std::vector<kmsg::Escalation> escalations;
 };

@@ -1,7 +1,6 @@
 #include "render/explain.h"
 
 #include <algorithm>
-#include <cctype>
 #include <utility>
 
 #include <fmt/format.h>
@@ -14,12 +13,6 @@ namespace gw::render {
 namespace {
 
 using diagnose::Actor;
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -67,7 +60,7 @@ std::vector<std::string_view> Paragraphs(std::string_view text) {
 }  // namespace
 
 std::vector<std::string> CloseCodes(std::string_view code, size_t max) {
-  const std::string want = Upper(code);
+  const std::string want = AsciiUpper(code);
   std::vector<std::pair<size_t, std::string>> scored;
   for (const diagnose::FindingSpec& spec : diagnose::AllSpecs()) {
     const std::string_view c = spec.code;
@@ -86,7 +79,7 @@ std::vector<std::string> CloseCodes(std::string_view code, size_t max) {
 }
 
 Result<std::string> RenderExplain(std::string_view code, bool color) {
-  const diagnose::FindingSpec* spec = diagnose::FindSpec(Upper(code));
+  const diagnose::FindingSpec* spec = diagnose::FindSpec(AsciiUpper(code));
   if (spec == nullptr) {
     std::string message = fmt::format("unknown finding code '{}'", SanitizeForTerminal(code));
     const std::vector<std::string> close = CloseCodes(code);

@@ -7,62 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "core/pci_address.h"
 #include "render/summary.h"
 
 namespace gw::render {
 namespace {
-
-struct BusId {
-  std::optional<uint64_t> domain;
-  uint64_t bus = 0;
-  uint64_t device = 0;
-  uint64_t function = 0;
-};
-
-std::optional<uint64_t> ParseHex(std::string_view s, size_t max_digits) {
-  if (s.empty() || s.size() > max_digits) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = 0;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return std::nullopt;
-    }
-    v = v * 16 + static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
-// "[domain:]bus:device.function", all hex; NVML spells the domain with 8
-// digits, lspci and sysfs with 4.
-std::optional<BusId> ParseBusId(std::string_view s) {
-  BusId id;
-  const size_t last_colon = s.rfind(':');
-  if (last_colon == std::string_view::npos) return std::nullopt;
-  const std::string_view head = s.substr(0, last_colon);
-  const std::string_view tail = s.substr(last_colon + 1);
-  const size_t dot = tail.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  const auto device = ParseHex(tail.substr(0, dot), 2);
-  const auto function = ParseHex(tail.substr(dot + 1), 1);
-  const size_t first_colon = head.find(':');
-  const auto bus =
-      ParseHex(first_colon == std::string_view::npos ? head : head.substr(first_colon + 1), 2);
-  if (!device || !function || !bus) return std::nullopt;
-  if (first_colon != std::string_view::npos) {
-    id.domain = ParseHex(head.substr(0, first_colon), 8);
-    if (!id.domain) return std::nullopt;
-  }
-  id.bus = *bus;
-  id.device = *device;
-  id.function = *function;
-  return id;
-}
 
 // Selectors are compared as text (to_string of the number), so "01" is not
 // index 1 and no number can overflow.
@@ -82,12 +31,15 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 bool GpuMatches(const Gpu& gpu, std::string_view selector) {
   if (AllDigits(selector)) return std::to_string(gpu.index) == selector;
   if (gpu.uuid.has_value() && EqualsIgnoreCase(*gpu.uuid, selector)) return true;
-  const auto want = ParseBusId(selector);
-  if (!want || !gpu.pci_bus_id.has_value()) return false;
-  const auto have = ParseBusId(*gpu.pci_bus_id);
+  // A bus id as NVML, lspci or the kernel writes it (core/pci_address.h).
+  const std::optional<PciAddressRead> want = ReadPciAddress(selector);
+  if (!want || want->length != selector.size() || !gpu.pci_bus_id.has_value()) return false;
+  const std::optional<PciAddress> have = ParsePciAddress(*gpu.pci_bus_id);
   if (!have) return false;
-  if (want->domain.has_value() && want->domain != have->domain) return false;
-  return want->bus == have->bus && want->device == have->device && want->function == have->function;
+  PciAddress wanted = want->address;
+  // "4c:00.0" (as lspci prints domain 0) names that bus on whichever domain.
+  if (!want->has_domain) wanted.domain = have->domain;
+  return wanted == *have;
 }
 
 std::string KnownGpus(const Snapshot& snapshot) {

@@ -1,7 +1,6 @@
 #include "render/health_json.h"
 
 #include "core/json_out.h"
-#include "core/text.h"
 #include "diagnose/health.h"
 #include "render/why_json.h"
 
@@ -17,18 +16,17 @@ json HealthJsonUnchecked(const diagnose::Diagnosis& d, const Snapshot& latest) {
   j["schema_version"] = kHealthSchemaVersion;
   j["health"] = diagnose::HealthName(report.overall);
   j["time_unix_ms"] = latest.time_unix_ms > 0 ? json(latest.time_unix_ms) : json(nullptr);
-  j["hostname"] = latest.host.hostname ? json(ToValidUtf8(*latest.host.hostname)) : json(nullptr);
+  j["hostname"] = JsonOrNull(latest.host.hostname);
   json gpus = json::array();
   for (const diagnose::GpuHealth& g : report.gpus) {
     json findings = json::array();
     for (const diagnose::Finding* f : g.findings) findings.push_back(FindingJson(*f));
-    gpus.push_back(
-        {{"index", g.index},
-         {"pci_bus_id", g.pci_bus_id ? json(ToValidUtf8(*g.pci_bus_id)) : json(nullptr)},
-         {"health", diagnose::HealthName(g.health)},
-         {"unread", g.unread},
-         {"unread_reason", g.unread ? json(ToValidUtf8(g.unread_reason)) : json(nullptr)},
-         {"findings", std::move(findings)}});
+    gpus.push_back({{"index", g.index},
+                    {"pci_bus_id", JsonOrNull(g.pci_bus_id)},
+                    {"health", diagnose::HealthName(g.health)},
+                    {"unread", g.unread},
+                    {"unread_reason", g.unread ? JsonText(g.unread_reason) : json(nullptr)},
+                    {"findings", std::move(findings)}});
   }
   j["gpus"] = std::move(gpus);
   j["unread_gpus"] = report.unread;

@@ -1,38 +1,17 @@
 #include "render/status_json.h"
 
-#include <ctime>
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "core/text.h"
+#include "core/json_out.h"
 #include "render/summary.h"
+#include "render/why_json.h"
 
 namespace gw::render {
 namespace {
 
 using nlohmann::json;
-
-json Str(std::string_view s) { return ToValidUtf8(s); }
-
-template <typename T>
-json Or(const std::optional<T>& v) {
-  if (!v.has_value()) return nullptr;
-  return *v;
-}
-
-json Or(const std::optional<std::string>& v) {
-  if (!v.has_value()) return nullptr;
-  return Str(*v);
-}
-
-json StrList(const std::vector<std::string>& list) {
-  json out = json::array();
-  for (const std::string& s : list) out.push_back(Str(s));
-  return out;
-}
 
 std::string_view SourceName(SnapshotSource s) {
   switch (s) {
@@ -117,29 +96,6 @@ json ClockReasonNames(const std::optional<uint64_t>& mask) {
   return out;
 }
 
-std::string IsoTimeUtc(int64_t unix_ms) {
-  int64_t secs = unix_ms / 1000;
-  int64_t ms = unix_ms % 1000;
-  if (ms < 0) {
-    ms += 1000;
-    secs -= 1;
-  }
-  const std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  if (gmtime_r(&t, &tm) == nullptr) return "";
-  char buf[32];
-  if (std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) return "";
-  return fmt::format("{}.{:03}Z", buf, ms);
-}
-
-json ErrorJson(const ProbeError& e) {
-  return json{{"source", Str(e.source)},
-              {"code", Str(e.code)},
-              {"message", Str(e.message)},
-              {"gpu_index", Or(e.gpu_index)},
-              {"nvml_return", Or(e.nvml_return)}};
-}
-
 // argv joined for reading, quoting arguments with spaces; raw text.
 std::string JoinRaw(const std::vector<std::string>& argv) {
   std::string out;
@@ -162,47 +118,47 @@ void AddHostFields(json& j, const Snapshot& s, pid_t pid, const std::optional<st
   const HostProcess* p = FindHostProcess(s, pid);
   j["in_proc"] = s.processes_scanned ? json(p != nullptr && p->readable) : json(nullptr);
   const bool have = p != nullptr;
-  j["user"] = have ? Or(p->user) : json(nullptr);
-  j["uid"] = have ? Or(p->uid) : json(nullptr);
+  j["user"] = have ? JsonOrNull(p->user) : json(nullptr);
+  j["uid"] = have ? JsonOrNull(p->uid) : json(nullptr);
   json command = nullptr;
   if (have && !p->cmdline.empty()) {
-    command = Str(JoinRaw(p->cmdline));
+    command = JsonText(JoinRaw(p->cmdline));
   } else if (have && p->comm.has_value()) {
-    command = Str(*p->comm);
+    command = JsonText(*p->comm);
   } else if (name.has_value()) {
-    command = Str(*name);
+    command = JsonText(*name);
   }
   j["command"] = command;
-  j["argv"] = have ? StrList(p->cmdline) : json(nullptr);
-  j["comm"] = have ? Or(p->comm) : json(nullptr);
+  j["argv"] = have ? JsonTextList(p->cmdline) : json(nullptr);
+  j["comm"] = have ? JsonOrNull(p->comm) : json(nullptr);
   j["state"] = have ? StateJson(p->state) : json(nullptr);
-  j["ppid"] = have ? Or(p->ppid) : json(nullptr);
-  j["start_time_unix_ms"] = have ? Or(p->start_time_unix_ms) : json(nullptr);
-  j["age_s"] = have ? Or(p->age_s) : json(nullptr);
-  j["cpu_pct"] = have ? Or(p->cpu_pct) : json(nullptr);
-  j["cpu_time_ms"] = have ? Or(p->cpu_time_ms) : json(nullptr);
-  j["rss_bytes"] = have ? Or(p->rss_bytes) : json(nullptr);
+  j["ppid"] = have ? JsonOrNull(p->ppid) : json(nullptr);
+  j["start_time_unix_ms"] = have ? JsonOrNull(p->start_time_unix_ms) : json(nullptr);
+  j["age_s"] = have ? JsonOrNull(p->age_s) : json(nullptr);
+  j["cpu_pct"] = have ? JsonOrNull(p->cpu_pct) : json(nullptr);
+  j["cpu_time_ms"] = have ? JsonOrNull(p->cpu_time_ms) : json(nullptr);
+  j["rss_bytes"] = have ? JsonOrNull(p->rss_bytes) : json(nullptr);
   json container = nullptr;
   if (have && (p->owner.container_runtime || p->owner.container_id)) {
-    container =
-        json{{"runtime", Or(p->owner.container_runtime)}, {"id", Or(p->owner.container_id)}};
+    container = json{{"runtime", JsonOrNull(p->owner.container_runtime)},
+                     {"id", JsonOrNull(p->owner.container_id)}};
   }
   j["container"] = container;
-  j["systemd_unit"] = have ? Or(p->owner.systemd_unit) : json(nullptr);
-  j["slurm_job_id"] = have ? Or(p->owner.slurm_job_id) : json(nullptr);
-  j["cgroup_path"] = have ? Or(p->owner.cgroup_path) : json(nullptr);
-  j["device_files"] = have ? StrList(p->device_files) : json(nullptr);
+  j["systemd_unit"] = have ? JsonOrNull(p->owner.systemd_unit) : json(nullptr);
+  j["slurm_job_id"] = have ? JsonOrNull(p->owner.slurm_job_id) : json(nullptr);
+  j["cgroup_path"] = have ? JsonOrNull(p->owner.cgroup_path) : json(nullptr);
+  j["device_files"] = have ? JsonTextList(p->device_files) : json(nullptr);
 }
 
 json ProcessJson(const Snapshot& s, const GpuProcess& gp) {
   json j = {{"pid", gp.pid},
             {"type", ProcessTypeName(gp.type)},
-            {"used_memory_bytes", Or(gp.used_memory_bytes)},
-            {"sm_util_pct", Or(gp.sm_util_pct)},
-            {"mem_util_pct", Or(gp.mem_util_pct)},
-            {"gpu_instance_id", Or(gp.gpu_instance_id)},
-            {"compute_instance_id", Or(gp.compute_instance_id)},
-            {"name", Or(gp.name)}};
+            {"used_memory_bytes", JsonOrNull(gp.used_memory_bytes)},
+            {"sm_util_pct", JsonOrNull(gp.sm_util_pct)},
+            {"mem_util_pct", JsonOrNull(gp.mem_util_pct)},
+            {"gpu_instance_id", JsonOrNull(gp.gpu_instance_id)},
+            {"compute_instance_id", JsonOrNull(gp.compute_instance_id)},
+            {"name", JsonOrNull(gp.name)}};
   AddHostFields(j, s, gp.pid, gp.name);
   return j;
 }
@@ -210,62 +166,63 @@ json ProcessJson(const Snapshot& s, const GpuProcess& gp) {
 json GpuJson(const Snapshot& s, const Gpu& g) {
   json j;
   j["index"] = g.index;
-  j["name"] = Or(g.name);
-  j["uuid"] = Or(g.uuid);
-  j["serial"] = Or(g.serial);
-  j["pci_bus_id"] = Or(g.pci_bus_id);
-  j["pci_device_id"] = Or(g.pci_device_id);
-  j["minor_number"] = Or(g.minor_number);
-  j["memory"] = {{"total_bytes", Or(g.memory.total_bytes)},
-                 {"used_bytes", Or(g.memory.used_bytes)},
-                 {"free_bytes", Or(g.memory.free_bytes)},
-                 {"reserved_bytes", Or(g.memory.reserved_bytes)}};
-  j["utilization_pct"] = Or(g.utilization_gpu_pct);
-  j["memory_utilization_pct"] = Or(g.utilization_memory_pct);
-  j["temperature_c"] = Or(g.temperature_c);
-  j["temperature_slowdown_c"] = Or(g.temperature_slowdown_c);
-  j["temperature_shutdown_c"] = Or(g.temperature_shutdown_c);
-  j["fan_speed_pct"] = Or(g.fan_speed_pct);
-  j["power_draw_w"] = Or(g.power_draw_w);
-  j["power_limit_w"] = Or(g.power_limit_w);
-  j["clocks"] = {{"graphics_mhz", Or(g.clocks.graphics_mhz)},
-                 {"sm_mhz", Or(g.clocks.sm_mhz)},
-                 {"memory_mhz", Or(g.clocks.memory_mhz)},
-                 {"video_mhz", Or(g.clocks.video_mhz)},
-                 {"max_graphics_mhz", Or(g.clocks.max_graphics_mhz)},
-                 {"max_sm_mhz", Or(g.clocks.max_sm_mhz)},
-                 {"max_memory_mhz", Or(g.clocks.max_memory_mhz)}};
-  j["pstate"] = Or(g.pstate);
-  j["persistence_mode"] = Or(g.persistence_mode);
+  j["name"] = JsonOrNull(g.name);
+  j["uuid"] = JsonOrNull(g.uuid);
+  j["serial"] = JsonOrNull(g.serial);
+  j["pci_bus_id"] = JsonOrNull(g.pci_bus_id);
+  j["pci_device_id"] = JsonOrNull(g.pci_device_id);
+  j["minor_number"] = JsonOrNull(g.minor_number);
+  j["memory"] = {{"total_bytes", JsonOrNull(g.memory.total_bytes)},
+                 {"used_bytes", JsonOrNull(g.memory.used_bytes)},
+                 {"free_bytes", JsonOrNull(g.memory.free_bytes)},
+                 {"reserved_bytes", JsonOrNull(g.memory.reserved_bytes)}};
+  j["utilization_pct"] = JsonOrNull(g.utilization_gpu_pct);
+  j["memory_utilization_pct"] = JsonOrNull(g.utilization_memory_pct);
+  j["temperature_c"] = JsonOrNull(g.temperature_c);
+  j["temperature_slowdown_c"] = JsonOrNull(g.temperature_slowdown_c);
+  j["temperature_shutdown_c"] = JsonOrNull(g.temperature_shutdown_c);
+  j["fan_speed_pct"] = JsonOrNull(g.fan_speed_pct);
+  j["power_draw_w"] = JsonOrNull(g.power_draw_w);
+  j["power_limit_w"] = JsonOrNull(g.power_limit_w);
+  j["clocks"] = {{"graphics_mhz", JsonOrNull(g.clocks.graphics_mhz)},
+                 {"sm_mhz", JsonOrNull(g.clocks.sm_mhz)},
+                 {"memory_mhz", JsonOrNull(g.clocks.memory_mhz)},
+                 {"video_mhz", JsonOrNull(g.clocks.video_mhz)},
+                 {"max_graphics_mhz", JsonOrNull(g.clocks.max_graphics_mhz)},
+                 {"max_sm_mhz", JsonOrNull(g.clocks.max_sm_mhz)},
+                 {"max_memory_mhz", JsonOrNull(g.clocks.max_memory_mhz)}};
+  j["pstate"] = JsonOrNull(g.pstate);
+  j["persistence_mode"] = JsonOrNull(g.persistence_mode);
   j["compute_mode"] = ComputeModeJson(g.compute_mode);
-  j["mig_mode"] = {{"current", Or(g.mig_mode_current)}, {"pending", Or(g.mig_mode_pending)}};
-  j["ecc"] = {{"enabled", Or(g.ecc.mode_current)},
-              {"enabled_pending", Or(g.ecc.mode_pending)},
-              {"volatile_corrected", Or(g.ecc.volatile_corrected)},
-              {"volatile_uncorrected", Or(g.ecc.volatile_uncorrected)},
-              {"aggregate_corrected", Or(g.ecc.aggregate_corrected)},
-              {"aggregate_uncorrected", Or(g.ecc.aggregate_uncorrected)}};
-  j["retired_pages"] = {{"single_bit", Or(g.retired_pages.single_bit)},
-                        {"double_bit", Or(g.retired_pages.double_bit)},
-                        {"pending", Or(g.retired_pages.pending)}};
-  j["remapped_rows"] = {{"correctable", Or(g.remapped_rows.correctable)},
-                        {"uncorrectable", Or(g.remapped_rows.uncorrectable)},
-                        {"pending", Or(g.remapped_rows.pending)},
-                        {"failure", Or(g.remapped_rows.failure)}};
-  j["clock_event_reasons"] = {{"active", Or(g.clock_event_reasons)},
-                              {"supported", Or(g.clock_event_reasons_supported)},
+  j["mig_mode"] = {{"current", JsonOrNull(g.mig_mode_current)},
+                   {"pending", JsonOrNull(g.mig_mode_pending)}};
+  j["ecc"] = {{"enabled", JsonOrNull(g.ecc.mode_current)},
+              {"enabled_pending", JsonOrNull(g.ecc.mode_pending)},
+              {"volatile_corrected", JsonOrNull(g.ecc.volatile_corrected)},
+              {"volatile_uncorrected", JsonOrNull(g.ecc.volatile_uncorrected)},
+              {"aggregate_corrected", JsonOrNull(g.ecc.aggregate_corrected)},
+              {"aggregate_uncorrected", JsonOrNull(g.ecc.aggregate_uncorrected)}};
+  j["retired_pages"] = {{"single_bit", JsonOrNull(g.retired_pages.single_bit)},
+                        {"double_bit", JsonOrNull(g.retired_pages.double_bit)},
+                        {"pending", JsonOrNull(g.retired_pages.pending)}};
+  j["remapped_rows"] = {{"correctable", JsonOrNull(g.remapped_rows.correctable)},
+                        {"uncorrectable", JsonOrNull(g.remapped_rows.uncorrectable)},
+                        {"pending", JsonOrNull(g.remapped_rows.pending)},
+                        {"failure", JsonOrNull(g.remapped_rows.failure)}};
+  j["clock_event_reasons"] = {{"active", JsonOrNull(g.clock_event_reasons)},
+                              {"supported", JsonOrNull(g.clock_event_reasons_supported)},
                               {"active_names", ClockReasonNames(g.clock_event_reasons)}};
-  j["pcie"] = {{"link_gen_current", Or(g.pcie.link_gen_current)},
-               {"link_gen_max", Or(g.pcie.link_gen_max)},
-               {"link_gen_gpu_max", Or(g.pcie.link_gen_gpu_max)},
-               {"link_width_current", Or(g.pcie.link_width_current)},
-               {"link_width_max", Or(g.pcie.link_width_max)},
-               {"replay_counter", Or(g.pcie.replay_counter)}};
+  j["pcie"] = {{"link_gen_current", JsonOrNull(g.pcie.link_gen_current)},
+               {"link_gen_max", JsonOrNull(g.pcie.link_gen_max)},
+               {"link_gen_gpu_max", JsonOrNull(g.pcie.link_gen_gpu_max)},
+               {"link_width_current", JsonOrNull(g.pcie.link_width_current)},
+               {"link_width_max", JsonOrNull(g.pcie.link_width_max)},
+               {"replay_counter", JsonOrNull(g.pcie.replay_counter)}};
   json links = json::array();
   for (const NvLinkState& l : g.nvlinks)
-    links.push_back({{"link", l.link}, {"active", Or(l.active)}});
+    links.push_back({{"link", l.link}, {"active", JsonOrNull(l.active)}});
   j["nvlinks"] = links;
-  j["unreachable"] = g.unreachable ? ErrorJson(*g.unreachable) : json(nullptr);
+  j["unreachable"] = g.unreachable ? ProbeErrorJson(*g.unreachable) : json(nullptr);
   j["processes_known"] = g.processes_known;
   if (g.processes_known) {
     json procs = json::array();
@@ -289,8 +246,8 @@ json HolderJson(const Snapshot& s, const HostProcess& p) {
 }
 
 json UserJson(const UserTotal& t) {
-  return json{{"user", Str(t.user)},
-              {"uid", Or(t.uid)},
+  return json{{"user", JsonText(t.user)},
+              {"uid", JsonOrNull(t.uid)},
               {"process_count", t.pids.size()},
               {"pids", t.pids},
               {"gpu_count", t.gpu_indices.size()},
@@ -298,39 +255,6 @@ json UserJson(const UserTotal& t) {
               {"used_memory_bytes", t.memory_known > 0 ? json(t.used_memory_bytes) : json(nullptr)},
               {"used_memory_complete", t.memory_unknown == 0},
               {"unlisted_holder_pids", t.unlisted_holder_pids}};
-}
-
-// Writes code points that a terminal could act on as \uXXXX. The input is
-// valid UTF-8 JSON, where bytes >= 0x80 and DEL only occur inside strings,
-// so a \u escape there denotes the very same string value.
-std::string EscapeTerminalControls(const std::string& in) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    const auto next = [&](size_t k) {
-      return i + k < in.size() ? static_cast<unsigned char>(in[i + k]) : 0;
-    };
-    if (c == 0x7F) {
-      out += "\\u007f";
-    } else if (c == 0xC2 && next(1) >= 0x80 && next(1) <= 0x9F) {
-      out += fmt::format("\\u00{:02x}", next(1));
-      i += 1;
-    } else if (c == 0xE2 && (next(1) == 0x80 || next(1) == 0x81)) {
-      const unsigned cp = 0x2000 + ((next(1) & 0x3Fu) << 6) + (next(2) & 0x3Fu);
-      const bool bidi = cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
-                        (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
-      if (bidi) {
-        out += fmt::format("\\u{:04x}", cp);
-        i += 2;
-      } else {
-        out += static_cast<char>(c);
-      }
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -362,23 +286,23 @@ json StatusJson(const Snapshot& s) {
   j["schema"] = kStatusSchemaName;
   j["schema_version"] = kStatusSchemaVersion;
   j["source"] = SourceName(s.source);
-  j["source_detail"] = Str(s.source_detail);
+  j["source_detail"] = JsonText(s.source_detail);
   // 0 is the Snapshot's default: a collector never set it.
-  j["time"] = s.time_unix_ms > 0 ? json(IsoTimeUtc(s.time_unix_ms)) : json(nullptr);
+  j["time"] = s.time_unix_ms > 0 ? JsonOrNull(IsoTimeUtc(s.time_unix_ms)) : json(nullptr);
   j["time_unix_ms"] = s.time_unix_ms > 0 ? json(s.time_unix_ms) : json(nullptr);
   j["probe_duration_ms"] = s.probe_duration_ms;
   j["timed_out"] = s.timed_out;
   json errors = json::array();
-  for (const ProbeError& e : s.errors) errors.push_back(ErrorJson(e));
+  for (const ProbeError& e : s.errors) errors.push_back(ProbeErrorJson(e));
   j["errors"] = errors;
-  j["host"] = {{"hostname", Or(s.host.hostname)},
-               {"boot_time_unix_s", Or(s.host.boot_time_unix_s)},
-               {"cpu_count", Or(s.host.cpu_count)}};
-  j["driver"] = {{"version", Or(s.system.driver_version)},
-                 {"nvml_version", Or(s.system.nvml_version)},
-                 {"cuda_version", Or(CudaVersionString(s.system.cuda_driver_version))},
-                 {"cuda_driver_version", Or(s.system.cuda_driver_version)},
-                 {"gpu_count", Or(s.system.gpu_count)}};
+  j["host"] = {{"hostname", JsonOrNull(s.host.hostname)},
+               {"boot_time_unix_s", JsonOrNull(s.host.boot_time_unix_s)},
+               {"cpu_count", JsonOrNull(s.host.cpu_count)}};
+  j["driver"] = {{"version", JsonOrNull(s.system.driver_version)},
+                 {"nvml_version", JsonOrNull(s.system.nvml_version)},
+                 {"cuda_version", JsonOrNull(CudaVersionString(s.system.cuda_driver_version))},
+                 {"cuda_driver_version", JsonOrNull(s.system.cuda_driver_version)},
+                 {"gpu_count", JsonOrNull(s.system.gpu_count)}};
   j["processes_scanned"] = s.processes_scanned;
   json gpus = json::array();
   for (const Gpu& g : s.gpus) gpus.push_back(GpuJson(s, g));
@@ -402,16 +326,10 @@ json StatusJson(const Snapshot& s) {
 
 std::string RenderStatusJson(const Snapshot& snapshot, bool pretty) {
   try {
-    const json j = StatusJson(snapshot);
-    // Every string went through ToValidUtf8; the replace handler is a second
-    // guard so that dump() cannot throw on bytes that slipped past.
-    return EscapeTerminalControls(
-        j.dump(pretty ? 2 : -1, ' ', false, json::error_handler_t::replace));
+    return DumpJsonForTerminal(StatusJson(snapshot), pretty, kStatusSchemaName);
   } catch (...) {
-    // Not reachable with valid UTF-8 strings; only allocation can fail here.
-    // A fixed document keeps the promise of valid JSON without allocating much.
-    return R"({"errors":[{"code":"internal","message":"could not serialise the status",)"
-           R"("source":"render"}],"schema":"gpuwarden.status","schema_version":1})";
+    // Building the document can run out of memory too.
+    return JsonErrorDocument(kStatusSchemaName);
   }
 }
 

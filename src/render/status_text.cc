@@ -11,8 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "core/pci_address.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "render/styled_line.h"
 #include "render/summary.h"
 
 namespace gw::render {
@@ -26,97 +28,9 @@ constexpr unsigned kUtilHeavy = 75;
 constexpr unsigned kMemLight = 10;
 constexpr unsigned kMemHeavy = 80;
 
-enum class Style { kPlain, kBold, kDim, kRed, kBoldRed, kYellow, kBoldYellow, kGreen, kCyan };
-
-std::string_view AnsiCode(Style s) {
-  switch (s) {
-    case Style::kPlain:
-      return "";
-    case Style::kBold:
-      return "\x1b[1m";
-    case Style::kDim:
-      return "\x1b[2m";
-    case Style::kRed:
-      return "\x1b[31m";
-    case Style::kBoldRed:
-      return "\x1b[1;31m";
-    case Style::kYellow:
-      return "\x1b[33m";
-    case Style::kBoldYellow:
-      return "\x1b[1;33m";
-    case Style::kGreen:
-      return "\x1b[32m";
-    case Style::kCyan:
-      return "\x1b[36m";
-  }
-  return "";
-}
-
-// One output line as styled spans. Layout works on display width of the
-// plain text; colour codes are added only when the line is written, so they
-// never count towards the width or get cut in half.
-class Line {
- public:
-  Line& Add(std::string text, Style style = Style::kPlain) {
-    spans_.push_back({std::move(text), style});
-    return *this;
-  }
-
-  int Width() const {
-    int w = 0;
-    for (const auto& s : spans_) w += DisplayWidth(s.first);
-    return w;
-  }
-
-  std::string Render(int width, bool color) const {
-    std::vector<std::pair<std::string, Style>> spans = spans_;
-    // Trailing padding would only make lines look wider than they are.
-    while (!spans.empty()) {
-      std::string& t = spans.back().first;
-      while (!t.empty() && t.back() == ' ') t.pop_back();
-      if (!t.empty()) break;
-      spans.pop_back();
-    }
-    std::string plain;
-    for (const auto& sp : spans) plain += sp.first;
-    if (DisplayWidth(plain) > width) {
-      // Cut the whole line once (so the '…' lands where the text stops, even
-      // at a span boundary), then hand the kept bytes back to their spans.
-      const std::string cut = TruncateToWidth(plain, width);
-      constexpr size_t kEllipsisBytes = 3;
-      size_t keep = cut.size() >= kEllipsisBytes ? cut.size() - kEllipsisBytes : 0;
-      for (size_t i = 0; i < spans.size(); ++i) {
-        std::string& t = spans[i].first;
-        if (t.size() <= keep) {  // Whole span kept; a later one carries the '…'.
-          keep -= t.size();
-          continue;
-        }
-        t.resize(keep);
-        t += "\xE2\x80\xA6";  // U+2026, in the style of the span it ends.
-        spans.resize(i + 1);
-        break;
-      }
-    }
-    std::string out;
-    for (const auto& [text, style] : spans) {
-      if (color && style != Style::kPlain && !text.empty()) {
-        out += AnsiCode(style);
-        out += text;
-        out += "\x1b[0m";
-      } else {
-        out += text;
-      }
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::pair<std::string, Style>> spans_;
-};
-
-// Adds a `width`-column bar: the filled part in `style`, the rest dim; all
+// Adds a `width`-column bar: the filled part in `tone`, the rest dim; all
 // dim when the value is unknown.
-void AddBar(Line& line, std::optional<double> fraction, int width, Style style) {
+void AddBar(StyledLine& line, std::optional<double> fraction, int width, Tone tone) {
   int filled = 0;
   if (fraction.has_value()) {
     filled = static_cast<int>(std::lround(std::clamp(*fraction, 0.0, 1.0) * width));
@@ -125,13 +39,13 @@ void AddBar(Line& line, std::optional<double> fraction, int width, Style style) 
   std::string off;
   for (int i = 0; i < filled; ++i) on += "█";
   for (int i = filled; i < width; ++i) off += "░";
-  line.Add(std::move(on), style).Add(std::move(off), Style::kDim);
+  line.Add(std::move(on), tone).Add(std::move(off), Tone::kDim);
 }
 
-Style LoadStyle(unsigned pct, unsigned light, unsigned heavy) {
-  if (pct < light) return Style::kGreen;
-  if (pct >= heavy) return Style::kRed;
-  return Style::kYellow;
+Tone LoadTone(unsigned pct, unsigned light, unsigned heavy) {
+  if (pct < light) return Tone::kGreen;
+  if (pct >= heavy) return Tone::kRed;
+  return Tone::kYellow;
 }
 
 std::string Pct(std::optional<unsigned> v) {
@@ -148,21 +62,12 @@ std::string FormatTimeUtc(int64_t unix_ms) {
   return buf;
 }
 
-// "00000000:3B:00.0" -> "3B:00.0" when the domain is 0, which it is on
-// almost every machine; other domains keep 4 digits as lspci shows them.
+// The bus id column (PciAddress::ShortText): "3B:00.0" on domain 0; text
+// that is no PCI address is shown as it is.
 std::string ShortBusId(const std::optional<std::string>& bus_id) {
   if (!bus_id.has_value()) return std::string(kNA);
-  const std::string id = SanitizeForTerminal(*bus_id);
-  const size_t colon = id.find(':');
-  if (colon == std::string::npos || id.find(':', colon + 1) == std::string::npos) return id;
-  const std::string domain = id.substr(0, colon);
-  if (std::all_of(domain.begin(), domain.end(), [](char c) { return c == '0'; })) {
-    return id.substr(colon + 1);
-  }
-  if (domain.size() > 4 && domain.find_first_not_of('0') >= domain.size() - 4) {
-    return id.substr(domain.size() - 4);
-  }
-  return id;
+  if (const std::optional<PciAddress> a = ParsePciAddress(*bus_id)) return a->ShortText();
+  return SanitizeForTerminal(*bus_id);
 }
 
 std::string ErrorLabel(const ProbeError& e) {
@@ -203,17 +108,17 @@ std::string StateWord(const HostProcess* host, bool narrow) {
   return std::string(kNA);
 }
 
-Style StateStyle(const HostProcess* host) {
-  if (host == nullptr || !host->state.has_value()) return Style::kPlain;
+Tone StateTone(const HostProcess* host) {
+  if (host == nullptr || !host->state.has_value()) return Tone::kPlain;
   switch (*host->state) {
     case ProcessState::kDiskSleep:  // Signals cannot reach it.
     case ProcessState::kZombie:
     case ProcessState::kDead:
-      return Style::kRed;
+      return Tone::kRed;
     case ProcessState::kStopped:
-      return Style::kYellow;
+      return Tone::kYellow;
     default:
-      return Style::kPlain;
+      return Tone::kPlain;
   }
 }
 
@@ -268,11 +173,11 @@ class Renderer {
     if (s_.gpus.empty()) {
       Blank();
       if (s_.system.gpu_count.value_or(0) > 0) {
-        Emit(Line().Add(
+        Emit(StyledLine().Add(
             fmt::format("no GPU could be read (the driver reports {})", *s_.system.gpu_count),
-            Style::kBoldRed));
+            Tone::kBoldRed));
       } else {
-        Emit(Line().Add("no GPUs found", Style::kBold));
+        Emit(StyledLine().Add("no GPUs found", Tone::kBold));
       }
     }
     holders_ = UnlistedDeviceHolders(s_);
@@ -286,7 +191,7 @@ class Renderer {
   }
 
  private:
-  void Emit(const Line& line) {
+  void Emit(const StyledLine& line) {
     out_ += line.Render(layout_.width, color_);
     out_ += '\n';
   }
@@ -296,12 +201,12 @@ class Renderer {
     if (s_.source == SnapshotSource::kSimulated) {
       const std::string file =
           s_.source_detail.empty() ? "unknown" : SanitizeForTerminal(s_.source_detail);
-      Emit(Line().Add(fmt::format("SIMULATED server (scenario {}): not real GPUs", file),
-                      Style::kBoldYellow));
+      Emit(StyledLine().Add(fmt::format("SIMULATED server (scenario {}): not real GPUs", file),
+                            Tone::kBoldYellow));
     } else if (s_.source == SnapshotSource::kXmlDump) {
       const std::string file =
           s_.source_detail.empty() ? "unknown" : SanitizeForTerminal(s_.source_detail);
-      Emit(Line().Add(fmt::format("offline: nvidia-smi dump {}", file), Style::kCyan));
+      Emit(StyledLine().Add(fmt::format("offline: nvidia-smi dump {}", file), Tone::kCyan));
     }
     const std::string host =
         s_.host.hostname.has_value() ? SanitizeForTerminal(*s_.host.hostname) : "host N/A";
@@ -317,13 +222,13 @@ class Renderer {
       count = fmt::format("{} of {} GPUs", n, *s_.system.gpu_count);
     }
     const std::string when = FormatTimeUtc(s_.time_unix_ms);
-    Line one;
-    one.Add(host, Style::kBold).Add(" · " + versions + " · " + count + " · " + when);
+    StyledLine one;
+    one.Add(host, Tone::kBold).Add(" · " + versions + " · " + count + " · " + when);
     if (one.Width() <= layout_.width) {
       Emit(one);
     } else {
-      Emit(Line().Add(host, Style::kBold).Add(" · " + count + " · " + when));
-      Emit(Line().Add(versions));
+      Emit(StyledLine().Add(host, Tone::kBold).Add(" · " + count + " · " + when));
+      Emit(StyledLine().Add(versions));
     }
   }
 
@@ -331,10 +236,10 @@ class Renderer {
     if (s_.timed_out) {
       const std::string after =
           s_.probe_duration_ms > 0 ? fmt::format(" after {:.0f} ms", s_.probe_duration_ms) : "";
-      Emit(Line()
-               .Add("! ", Style::kBoldRed)
+      Emit(StyledLine()
+               .Add("! ", Tone::kBoldRed)
                .Add(fmt::format("probe timed out{}: values it could not read show N/A", after),
-                    Style::kBoldRed));
+                    Tone::kBoldRed));
     }
     for (const ProbeError& e : s_.errors) {
       // Messages that already open with their label ("driver not responding: …")
@@ -343,14 +248,14 @@ class Renderer {
       const std::string message = SanitizeForTerminal(e.message);
       std::string text = message.rfind(label, 0) == 0 ? message : label + ": " + message;
       if (e.gpu_index.has_value()) text += fmt::format(" (GPU {})", *e.gpu_index);
-      Emit(Line().Add("! ", Style::kBoldRed).Add(text, Style::kRed));
+      Emit(StyledLine().Add("! ", Tone::kBoldRed).Add(text, Tone::kRed));
     }
   }
 
   void GpuBlock(const Gpu& gpu) {
     // Line 1: identity and sensors.
-    Line l1;
-    l1.Add(PadRight(fmt::format("GPU {}", gpu.index), 4 + layout_.index_digits), Style::kBold);
+    StyledLine l1;
+    l1.Add(PadRight(fmt::format("GPU {}", gpu.index), 4 + layout_.index_digits), Tone::kBold);
     l1.Add("  ");
     l1.Add(PadRight(gpu.name ? SanitizeForTerminal(*gpu.name) : "name N/A", layout_.name_cols));
     l1.Add("  ").Add(PadRight(ShortBusId(gpu.pci_bus_id), 7));
@@ -358,8 +263,7 @@ class Renderer {
     if (gpu.temperature_c.has_value()) {
       const bool hot = gpu.temperature_slowdown_c.has_value() &&
                        *gpu.temperature_c >= *gpu.temperature_slowdown_c - 5;
-      l1.Add(PadLeft(fmt::format("{}°C", *gpu.temperature_c), 5),
-             hot ? Style::kRed : Style::kPlain);
+      l1.Add(PadLeft(fmt::format("{}°C", *gpu.temperature_c), 5), hot ? Tone::kRed : Tone::kPlain);
     } else {
       l1.Add("temp N/A");
     }
@@ -369,7 +273,7 @@ class Renderer {
     Emit(l1);
 
     // Line 2: memory and utilisation bars.
-    Line l2;
+    StyledLine l2;
     std::optional<unsigned> mem_pct;
     std::optional<double> mem_frac;
     if (gpu.memory.used_bytes && gpu.memory.total_bytes && *gpu.memory.total_bytes > 0) {
@@ -377,26 +281,26 @@ class Renderer {
                  static_cast<double>(*gpu.memory.total_bytes);
       mem_pct = static_cast<unsigned>(std::lround(std::clamp(*mem_frac, 0.0, 1.0) * 100));
     }
-    const Style mem_style = mem_pct ? LoadStyle(*mem_pct, kMemLight, kMemHeavy) : Style::kDim;
+    const Tone mem_tone = mem_pct ? LoadTone(*mem_pct, kMemLight, kMemHeavy) : Tone::kDim;
     l2.Add("  VRAM ");
     if (layout_.bar_cols > 0) {
-      AddBar(l2, mem_frac, layout_.bar_cols, mem_style);
+      AddBar(l2, mem_frac, layout_.bar_cols, mem_tone);
       l2.Add(" ");
     }
     l2.Add(PadRight(MemoryText(gpu.memory), 15)).Add(" ");
-    l2.Add(PadLeft(Pct(mem_pct), 4), mem_pct ? mem_style : Style::kPlain);
+    l2.Add(PadLeft(Pct(mem_pct), 4), mem_pct ? mem_tone : Tone::kPlain);
     std::optional<double> util_frac;
     if (gpu.utilization_gpu_pct) util_frac = *gpu.utilization_gpu_pct / 100.0;
-    const Style util_style = gpu.utilization_gpu_pct
-                                 ? LoadStyle(*gpu.utilization_gpu_pct, kUtilLight, kUtilHeavy)
-                                 : Style::kDim;
+    const Tone util_tone = gpu.utilization_gpu_pct
+                               ? LoadTone(*gpu.utilization_gpu_pct, kUtilLight, kUtilHeavy)
+                               : Tone::kDim;
     l2.Add("   UTIL ");
     if (layout_.bar_cols > 0) {
-      AddBar(l2, util_frac, layout_.bar_cols, util_style);
+      AddBar(l2, util_frac, layout_.bar_cols, util_tone);
       l2.Add(" ");
     }
     l2.Add(PadLeft(Pct(gpu.utilization_gpu_pct), 4),
-           gpu.utilization_gpu_pct ? util_style : Style::kPlain);
+           gpu.utilization_gpu_pct ? util_tone : Tone::kPlain);
     Emit(l2);
 
     Markers(gpu);
@@ -432,34 +336,34 @@ class Renderer {
       const std::string what = e.code == "gpu_lost"
                                    ? "LOST"
                                    : fmt::format("UNREACHABLE ({})", SanitizeForTerminal(e.code));
-      Emit(Line()
-               .Add("  ! ", Style::kBoldRed)
-               .Add(what + ": " + SanitizeForTerminal(e.message), Style::kBoldRed));
+      Emit(StyledLine()
+               .Add("  ! ", Tone::kBoldRed)
+               .Add(what + ": " + SanitizeForTerminal(e.message), Tone::kBoldRed));
     }
-    Line l;
+    StyledLine l;
     bool any = false;
-    auto add = [&](std::string text, Style style) {
+    auto add = [&](std::string text, Tone tone) {
       l.Add(any ? " · " : "  ");
-      l.Add(std::move(text), style);
+      l.Add(std::move(text), tone);
       any = true;
     };
-    if (gpu.mig_mode_current == true) add("MIG on", Style::kCyan);
+    if (gpu.mig_mode_current == true) add("MIG on", Tone::kCyan);
     if (gpu.mig_mode_pending.has_value() && gpu.mig_mode_pending != gpu.mig_mode_current) {
-      add(fmt::format("MIG {} after reset", *gpu.mig_mode_pending ? "on" : "off"), Style::kYellow);
+      add(fmt::format("MIG {} after reset", *gpu.mig_mode_pending ? "on" : "off"), Tone::kYellow);
     }
     if (gpu.compute_mode == ComputeMode::kExclusiveProcess) {
-      add("compute mode: exclusive process", Style::kCyan);
+      add("compute mode: exclusive process", Tone::kCyan);
     } else if (gpu.compute_mode == ComputeMode::kExclusiveThread) {
-      add("compute mode: exclusive thread", Style::kCyan);
+      add("compute mode: exclusive thread", Tone::kCyan);
     } else if (gpu.compute_mode == ComputeMode::kProhibited) {
-      add("compute mode: prohibited", Style::kYellow);
+      add("compute mode: prohibited", Tone::kYellow);
     }
     if (gpu.ecc.volatile_uncorrected.value_or(0) > 0) {
-      add(fmt::format("ECC: {} uncorrectable errors", *gpu.ecc.volatile_uncorrected), Style::kRed);
+      add(fmt::format("ECC: {} uncorrectable errors", *gpu.ecc.volatile_uncorrected), Tone::kRed);
     }
-    if (gpu.remapped_rows.failure == true) add("row remapping FAILED", Style::kRed);
-    if (gpu.remapped_rows.pending == true) add("row remap pending (reset GPU)", Style::kYellow);
-    if (gpu.retired_pages.pending == true) add("page retirement pending", Style::kYellow);
+    if (gpu.remapped_rows.failure == true) add("row remapping FAILED", Tone::kRed);
+    if (gpu.remapped_rows.pending == true) add("row remap pending (reset GPU)", Tone::kYellow);
+    if (gpu.retired_pages.pending == true) add("page retirement pending", Tone::kYellow);
     if (gpu.clock_event_reasons.has_value()) {
       namespace ce = clock_event;
       const uint64_t r = *gpu.clock_event_reasons;
@@ -470,7 +374,7 @@ class Renderer {
         why.push_back("hardware");
       }
       if (!why.empty())
-        add("clocks slowed: " + fmt::format("{}", fmt::join(why, ", ")), Style::kYellow);
+        add("clocks slowed: " + fmt::format("{}", fmt::join(why, ", ")), Tone::kYellow);
     }
     if (any) Emit(l);
   }
@@ -533,12 +437,12 @@ class Renderer {
   void Processes(const Gpu& gpu) {
     const std::string indent = layout_.narrow ? "  " : "    ";
     if (!gpu.processes_known) {
-      Emit(Line().Add(indent + "processes: N/A (the driver's list could not be read)",
-                      Style::kYellow));
+      Emit(StyledLine().Add(indent + "processes: N/A (the driver's list could not be read)",
+                            Tone::kYellow));
       return;
     }
     if (gpu.processes.empty()) {
-      Emit(Line().Add(indent + "no processes", Style::kDim));
+      Emit(StyledLine().Add(indent + "no processes", Tone::kDim));
       return;
     }
     std::vector<const GpuProcess*> procs;
@@ -555,7 +459,7 @@ class Renderer {
     });
     for (const GpuProcess* gp : procs) {
       const HostProcess* host = FindHostProcess(s_, gp->pid);
-      Line l;
+      StyledLine l;
       l.Add(indent).Add(PadLeft(std::to_string(gp->pid), layout_.pid_cols)).Add("  ");
       l.Add(PadRight(UserText(gp->pid), layout_.user_cols)).Add("  ");
       l.Add(PadLeft(gp->used_memory_bytes ? FormatBytes(*gp->used_memory_bytes) : std::string(kNA),
@@ -563,7 +467,7 @@ class Renderer {
           .Add("  ");
       l.Add(PadRight("SM " + Pct(gp->sm_util_pct), 7)).Add("  ");
       l.Add(PadLeft(AgeText(host), 6)).Add("  ");
-      l.Add(PadRight(StateWord(host, layout_.narrow), layout_.state_cols), StateStyle(host));
+      l.Add(PadRight(StateWord(host, layout_.narrow), layout_.state_cols), StateTone(host));
       l.Add("  ").Add(CommandText(*gp, host));
       Emit(l);
     }
@@ -584,17 +488,18 @@ class Renderer {
     }
     if (who.empty()) return;
     const std::string indent = layout_.narrow ? "  " : "    ";
-    Emit(Line()
-             .Add(indent + "! ", Style::kBoldYellow)
+    Emit(StyledLine()
+             .Add(indent + "! ", Tone::kBoldYellow)
              .Add(fmt::format("{} held by {} process{} not listed by the driver: {}", file,
                               who.size(), who.size() == 1 ? "" : "es", fmt::join(who, ", ")),
-                  Style::kYellow));
+                  Tone::kYellow));
   }
 
   void HoldersSection() {
     if (holders_.empty()) return;
     Blank();
-    Emit(Line().Add("Not listed by the driver, but holding GPU device files:", Style::kBoldYellow));
+    Emit(StyledLine().Add("Not listed by the driver, but holding GPU device files:",
+                          Tone::kBoldYellow));
     const std::string indent = layout_.narrow ? "  " : "    ";
     for (const HostProcess* p : holders_) {
       std::vector<std::string> files;
@@ -603,12 +508,12 @@ class Renderer {
         if (v.starts_with("/dev/")) v.remove_prefix(5);
         files.push_back(SanitizeForTerminal(v));
       }
-      Line l;
+      StyledLine l;
       l.Add(indent).Add(PadLeft(std::to_string(p->pid), layout_.pid_cols)).Add("  ");
       l.Add(PadRight(SanitizeForTerminal(UserLabel(s_, p->pid)), layout_.user_cols)).Add("  ");
       l.Add(PadLeft(AgeText(p), 6)).Add("  ");
-      l.Add(PadRight(StateWord(p, layout_.narrow), layout_.state_cols), StateStyle(p));
-      l.Add("  ").Add(fmt::format("holds {}", fmt::join(files, ",")), Style::kYellow);
+      l.Add(PadRight(StateWord(p, layout_.narrow), layout_.state_cols), StateTone(p));
+      l.Add("  ").Add(fmt::format("holds {}", fmt::join(files, ",")), Tone::kYellow);
       l.Add("  ").Add(OwnerTags(*p) + CommandOf(std::nullopt, p));
       Emit(l);
     }
@@ -621,9 +526,9 @@ class Renderer {
     if (totals.empty()) return;
     Blank();
     const int user_cols = std::max(layout_.user_cols, 12);
-    Emit(Line().Add(PadRight("USER", user_cols) + "  " + PadLeft("PROCS", 5) + "  " +
-                        PadRight("GPUS", 12) + "  " + PadLeft("VRAM", 10),
-                    Style::kBold));
+    Emit(StyledLine().Add(PadRight("USER", user_cols) + "  " + PadLeft("PROCS", 5) + "  " +
+                              PadRight("GPUS", 12) + "  " + PadLeft("VRAM", 10),
+                          Tone::kBold));
     for (const UserTotal& t : totals) {
       std::string vram = std::string(kNA);
       if (t.memory_known > 0) {
@@ -631,14 +536,14 @@ class Renderer {
       }
       std::string gpus =
           t.gpu_indices.empty() ? "-" : fmt::format("{}", fmt::join(t.gpu_indices, ","));
-      Line l;
+      StyledLine l;
       l.Add(PadRight(SanitizeForTerminal(t.user), user_cols)).Add("  ");
       l.Add(PadLeft(std::to_string(t.pids.size()), 5)).Add("  ");
       l.Add(PadRight(gpus, 12)).Add("  ").Add(PadLeft(vram, 10));
       if (!t.unlisted_holder_pids.empty()) {
         l.Add(fmt::format("  +{} unlisted holder{}", t.unlisted_holder_pids.size(),
                           t.unlisted_holder_pids.size() == 1 ? "" : "s"),
-              Style::kYellow);
+              Tone::kYellow);
       }
       Emit(l);
     }

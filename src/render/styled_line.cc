@@ -50,6 +50,7 @@ int StyledLine::Width() const {
 
 std::string StyledLine::Render(int width, bool color) const {
   std::vector<std::pair<std::string, Tone>> spans = spans_;
+  // Trailing padding would only make lines look wider than they are.
   while (!spans.empty()) {
     std::string& t = spans.back().first;
     while (!t.empty() && t.back() == ' ') t.pop_back();

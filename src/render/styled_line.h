@@ -1,4 +1,4 @@
-// Layout helpers shared by the diagnosis renderers (why, health, events,
+// Layout helpers shared by the text renderers (status, why, health, events,
 // explain): a line of styled spans that is cut to a width without counting or
 // splitting colour codes, word wrapping by display width, and the colour of a
 // verdict.

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/json_out.h"
-#include "core/text.h"
 #include "diagnose/catalog.h"
 
 namespace gw::render {
@@ -12,16 +11,6 @@ namespace {
 using diagnose::Diagnosis;
 using diagnose::Finding;
 using nlohmann::json;
-
-json Str(std::string_view s) { return ToValidUtf8(s); }
-
-json OptStr(const Opt<std::string>& v) { return v ? Str(*v) : json(nullptr); }
-
-json StrList(const std::vector<std::string>& list) {
-  json out = json::array();
-  for (const std::string& s : list) out.push_back(Str(s));
-  return out;
-}
 
 const Gpu* FindGpu(const Snapshot& s, unsigned index) {
   const auto it =
@@ -32,8 +21,8 @@ const Gpu* FindGpu(const Snapshot& s, unsigned index) {
 json UserJson(const diagnose::UserHolding& u) {
   // Nothing known about any of the user's entries: the sum is unknown, not 0.
   const bool none_known = u.vram_bytes == 0 && u.memory_unknown > 0;
-  return json{{"user", Str(u.user)},
-              {"uid", u.uid ? json(*u.uid) : json(nullptr)},
+  return json{{"user", JsonText(u.user)},
+              {"uid", JsonOrNull(u.uid)},
               {"gpus", u.gpus},
               {"pids", u.pids},
               {"vram_bytes", none_known ? json(nullptr) : json(u.vram_bytes)},
@@ -46,10 +35,10 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
   j["schema"] = kWhySchemaName;
   j["schema_version"] = kWhySchemaVersion;
   j["verdict"] = diagnose::VerdictName(d.server);
-  j["summary"] = Str(d.summary);
+  j["summary"] = JsonText(d.summary);
   j["time_unix_ms"] = latest.time_unix_ms > 0 ? json(latest.time_unix_ms) : json(nullptr);
-  j["hostname"] = OptStr(latest.host.hostname);
-  j["need"] = OptStr(ctx.need);
+  j["hostname"] = JsonOrNull(latest.host.hostname);
+  j["need"] = JsonOrNull(ctx.need);
 
   json gpus = json::array();
   for (const diagnose::GpuVerdict& v : d.gpus) {
@@ -59,16 +48,15 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
       if (k < d.findings.size()) findings.push_back(FindingJson(d.findings[k]));
     }
     gpus.push_back({{"index", v.index},
-                    {"pci_bus_id", g ? OptStr(g->pci_bus_id) : json(nullptr)},
-                    {"uuid", g ? OptStr(g->uuid) : json(nullptr)},
-                    {"name", g ? OptStr(g->name) : json(nullptr)},
+                    {"pci_bus_id", g ? JsonOrNull(g->pci_bus_id) : json(nullptr)},
+                    {"uuid", g ? JsonOrNull(g->uuid) : json(nullptr)},
+                    {"name", g ? JsonOrNull(g->name) : json(nullptr)},
                     {"verdict", diagnose::VerdictName(v.verdict)},
                     {"state", diagnose::GpuStateName(v.state)},
                     {"room",
-                     {{"free_bytes", v.room_free_bytes ? json(*v.room_free_bytes) : json(nullptr)},
-                      {"compute_free_pct",
-                       v.room_compute_free_pct ? json(*v.room_compute_free_pct) : json(nullptr)}}},
-                    {"line", Str(v.line)},
+                     {{"free_bytes", JsonOrNull(v.room_free_bytes)},
+                      {"compute_free_pct", JsonOrNull(v.room_compute_free_pct)}}},
+                    {"line", JsonText(v.line)},
                     {"reclaimable_bytes", v.reclaimable_bytes},
                     {"findings", std::move(findings)}});
   }
@@ -77,7 +65,7 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
   json server = json::array();
   json ranked = json::array();
   for (const Finding& f : d.findings) {
-    ranked.push_back(Str(f.code));
+    ranked.push_back(JsonText(f.code));
     if (f.gpus.empty()) server.push_back(FindingJson(f));
   }
   j["findings"] = std::move(server);
@@ -93,7 +81,7 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
                  {"offline", latest.source == SnapshotSource::kXmlDump}};
   // An empty list says the kernel log was not read; null would say "unknown".
   j["kernel_log"] = {{"read", !ctx.kernel_log_sources.empty()},
-                     {"sources", StrList(ctx.kernel_log_sources)}};
+                     {"sources", JsonTextList(ctx.kernel_log_sources)}};
   json errors = json::array();
   for (const ProbeError& e : latest.errors) errors.push_back(ProbeErrorJson(e));
   j["errors"] = std::move(errors);
@@ -105,38 +93,38 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
 json FindingJson(const Finding& f) {
   json evidence = json::array();
   for (const diagnose::Evidence& e : f.evidence) {
-    evidence.push_back({{"name", Str(e.name)},
-                        {"value", Str(e.value)},
-                        {"number", e.number ? json(*e.number) : json(nullptr)},
-                        {"unit", e.unit.empty() ? json(nullptr) : Str(e.unit)}});
+    evidence.push_back({{"name", JsonText(e.name)},
+                        {"value", JsonText(e.value)},
+                        {"number", JsonOrNull(e.number)},
+                        {"unit", e.unit.empty() ? json(nullptr) : JsonText(e.unit)}});
   }
   const diagnose::FindingSpec* spec = diagnose::FindSpec(f.code);
-  return json{{"code", Str(f.code)},
+  return json{{"code", JsonText(f.code)},
               {"category", diagnose::CategoryName(f.category)},
               {"severity", diagnose::SeverityName(f.severity)},
               {"implies", diagnose::VerdictName(f.implies)},
               {"actor", diagnose::ActorName(f.actor)},
-              {"title", spec ? Str(spec->title) : json(nullptr)},
-              {"message", Str(f.message)},
+              {"title", spec ? JsonText(spec->title) : json(nullptr)},
+              {"message", JsonText(f.message)},
               {"evidence", std::move(evidence)},
-              {"next_steps", StrList(f.next_steps)},
+              {"next_steps", JsonTextList(f.next_steps)},
               {"gpus", f.gpus},
               {"pids", f.pids}};
 }
 
 json ProbeErrorJson(const ProbeError& e) {
-  return json{{"source", Str(e.source)},
-              {"code", Str(e.code)},
-              {"message", Str(e.message)},
-              {"gpu_index", e.gpu_index ? json(*e.gpu_index) : json(nullptr)},
-              {"nvml_return", e.nvml_return ? json(*e.nvml_return) : json(nullptr)}};
+  return json{{"source", JsonText(e.source)},
+              {"code", JsonText(e.code)},
+              {"message", JsonText(e.message)},
+              {"gpu_index", JsonOrNull(e.gpu_index)},
+              {"nvml_return", JsonOrNull(e.nvml_return)}};
 }
 
 json WhyJson(const Diagnosis& diagnosis, const Snapshot& latest, const WhyJsonContext& context) {
   try {
     return WhyJsonUnchecked(diagnosis, latest, context);
   } catch (...) {
-    // Only allocation can fail (every string went through ToValidUtf8).
+    // Only allocation can fail (every string went through JsonText).
     return json{{"schema", kWhySchemaName},
                 {"schema_version", kWhySchemaVersion},
                 {"verdict", "UNKNOWN"},
