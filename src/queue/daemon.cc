@@ -28,6 +28,8 @@
 namespace gw::queue {
 namespace {
 
+constexpr int kLockWaitTries = 100;  // 2 s
+
 class DaemonImpl final : public Daemon {
  public:
   DaemonImpl(DaemonOptions o, DaemonParts parts) : o_(std::move(o)), parts_(std::move(parts)) {}
@@ -51,8 +53,16 @@ class DaemonImpl final : public Daemon {
       }
       return MakeError("io", lock_path + ": " + os::ErrnoText(err));
     }
-    if (flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-      return MakeError("busy", "another gpuwardend uses the state directory " + o_.state_dir);
+    // A daemon that was just killed may leave its lock held for a moment by
+    // a child between fork and exec (the descriptor closes at exec): wait up
+    // to kLockWaitTries × 20 ms before calling the directory taken. A live
+    // daemon holds it for good.
+    int tries = 0;
+    while (flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || ++tries >= kLockWaitTries) {
+        return MakeError("busy", "another gpuwardend uses the state directory " + o_.state_dir);
+      }
+      poll(nullptr, 0, 20);
     }
     if (!parts_.store) {
       auto store = SqliteJobStore::Open(o_.state_dir + "/queue.db");
