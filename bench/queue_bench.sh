@@ -139,7 +139,10 @@ field() { grep -o "$1=[^ ]*" | cut -d= -f2; }
 # wait_lines FILE PATTERN N TIMEOUT_S: until FILE has N lines matching PATTERN.
 wait_lines() {
   local deadline=$(( $(date +%s) + $4 ))
-  while [ "$(grep -c "$2" "$1" 2>/dev/null || true)" -lt "$3" ]; do
+  local n
+  for (( ; ; )); do
+    n=$(grep -c "$2" "$1" 2>/dev/null) || true  # no file yet: nothing
+    [ "${n:-0}" -lt "$3" ] || break
     if [ "$(date +%s)" -gt "$deadline" ]; then
       echo "timed out waiting for $3 \"$2\" lines in $1" >&2
       return 1

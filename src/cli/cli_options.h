@@ -3,10 +3,10 @@
 //
 // `gpuwarden` is a small front (front_main.cc) that runs the queue's client
 // commands itself and execs the full program, gpuwarden-tools (main.cc), for
-// everything else. A submit from a shell then starts a process that loads
-// libstdc++, fmt and the C library only, not NVML's, ncurses, pugixml, toml++
-// and zlib, and does not build every subcommand's parser: `gpuwarden run
-// --detach` is as fast as task-spooler's `tsp` (docs/benchmarks.md). Both
+// everything else. A submit from a shell then starts one statically linked
+// program that loads no shared library (not libstdc++, fmt, NVML's, ncurses,
+// pugixml, toml++ or zlib) and does not build every subcommand's parser: it
+// starts within 0.1 ms of task-spooler's `tsp` (docs/benchmarks.md). Both
 // programs register these options from here, so they parse the same
 // command line the same way.
 #ifndef GPUWARDEN_CLI_CLI_OPTIONS_H_
