@@ -34,11 +34,6 @@ constexpr int kExitRefused = 16;
 constexpr int kExitStorage = 18;
 constexpr int kExitUnsatisfiable = 19;
 
-std::string Trace(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

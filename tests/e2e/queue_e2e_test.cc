@@ -48,11 +48,6 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int kExitRefused = 16;        // gpuwarden: the daemon refused (cli/exit_codes.h).
 constexpr int kExitUnsatisfiable = 19;  // gpuwarden: the job can never run on this server.
 
-std::string Trace(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 json ParseJson(const std::string& text) { return json::parse(text, nullptr, false); }
 
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
@@ -74,15 +69,6 @@ std::optional<pid_t> ReadPidFile(const std::string& path) {
 }
 
 // Polls `condition` every 50 ms until it holds or timeout_s passes.
-bool Eventually(const std::function<bool()>& condition, double timeout_s = kQueueWaitS) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    if (condition()) return true;
-    if (SecondsSince(start) > timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 int64_t NowUnixMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

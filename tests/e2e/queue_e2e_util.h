@@ -48,6 +48,22 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A client run as a failure message shows it.
+inline std::string Trace(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+         "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// Polls `condition` every 50 ms until it holds (true) or timeout_s passes.
+inline bool Eventually(const std::function<bool()>& condition, double timeout_s = kQueueWaitS) {
+  const auto start = std::chrono::steady_clock::now();
+  while (!condition()) {
+    if (SecondsSince(start) > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
 inline std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), {});
@@ -361,6 +377,22 @@ class QueueServer {
     nlohmann::json req = request;
     if (!req.contains("v")) req["v"] = 1;
     return c->Call(req, timeout_s);
+  }
+
+  // A raw submit of `argv` without a GPU (after job `after` when set); the
+  // reply, nullopt when there is none.
+  std::optional<nlohmann::json> RawSubmit(const std::vector<std::string>& argv,
+                                          std::optional<int64_t> after = std::nullopt) const {
+    nlohmann::json spec = SpecFor(argv, ClientOptions());
+    spec["gpus"] = 0;
+    if (after) spec["after"] = {*after};
+    return Call({{"op", "submit"}, {"spec", spec}});
+  }
+  // The `queue` reply's "degraded" array, or null when there is no answer.
+  nlohmann::json Degraded() const {
+    std::optional<nlohmann::json> r = Call({{"op", "queue"}});
+    if (!r || !r->contains("degraded")) return nullptr;
+    return (*r)["degraded"];
   }
 
   // The `job` op's JOB, or null when there is no answer.

@@ -31,19 +31,6 @@ using nlohmann::json;
 
 constexpr int kExitStorageRefused = 18;  // cli/exit_codes.h kExitStorageRefused
 
-std::string Trace(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
-bool Eventually(const std::function<bool()>& condition, double timeout_s = kQueueWaitS) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!condition()) {
-    if (SecondsSince(start) > timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 class QueueReadOnlyE2e : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -113,19 +100,6 @@ class QueueReadOnlyE2e : public ::testing::Test {
   }
 
   QueueServer& q() { return *server_; }
-  std::optional<json> RawSubmit(const std::vector<std::string>& argv,
-                                std::optional<int64_t> after = std::nullopt) {
-    json spec = SpecFor(argv, q().ClientOptions());
-    spec["gpus"] = 0;
-    if (after) spec["after"] = {*after};
-    return q().Call({{"op", "submit"}, {"spec", spec}});
-  }
-  json Degraded() {
-    std::optional<json> r = q().Call({{"op", "queue"}});
-    if (!r || !r->contains("degraded")) return nullptr;
-    return (*r)["degraded"];
-  }
-
   std::unique_ptr<QueueServer> server_;
   std::string image_;
   std::string loop_;
@@ -147,14 +121,14 @@ TEST_F(QueueReadOnlyE2e, TheKernelRemountingTheDiskReadOnlyRefusesSubmitsAndLose
   // the queue instead: job_table_test).
   ASSERT_TRUE(Eventually([&] { return access((q().mark() + "/started").c_str(), F_OK) == 0; }));
   std::optional<json> next =
-      RawSubmit({"sh", "-c", "echo \"$GPUWARDEN_JOB_ID\" >> \"$MARK/ran\""}, *running);
+      q().RawSubmit({"sh", "-c", "echo \"$GPUWARDEN_JOB_ID\" >> \"$MARK/ran\""}, *running);
   ASSERT_TRUE(next && next->value("ok", false)) << (next ? next->dump() : "no reply");
   const int64_t waiting = (*next)["job"].get<int64_t>();
 
   ASSERT_TRUE(FailTheFilesystem());
 
   // The daemon stays up, answers, and refuses what it cannot store, naming why.
-  std::optional<json> refusal = RawSubmit({"true"});
+  std::optional<json> refusal = q().RawSubmit({"true"});
   ASSERT_TRUE(refusal) << "no reply:\n" << q().Log();
   EXPECT_FALSE(refusal->value("ok", true)) << refusal->dump();
   EXPECT_EQ((*refusal)["error"].value("code", ""), "storage") << refusal->dump();
@@ -164,11 +138,11 @@ TEST_F(QueueReadOnlyE2e, TheKernelRemountingTheDiskReadOnlyRefusesSubmitsAndLose
   EXPECT_EQ(cli.exit_code, kExitStorageRefused) << Trace(cli);
   EXPECT_NE(cli.err.find("read-only file system"), std::string::npos) << Trace(cli);
   ASSERT_TRUE(Eventually([&] {
-    json d = Degraded();
+    json d = q().Degraded();
     return d.is_array() && !d.empty() && d[0].value("what", "") == "storage";
-  })) << Degraded().dump();
-  EXPECT_NE(Degraded()[0].value("detail", "").find("read-only file system"), std::string::npos)
-      << Degraded().dump();
+  })) << q().Degraded().dump();
+  EXPECT_NE(q().Degraded()[0].value("detail", "").find("read-only file system"), std::string::npos)
+      << q().Degraded().dump();
   RunResult shown = q().Gw({"queue"});
   EXPECT_EQ(shown.exit_code, 0) << Trace(shown);
   EXPECT_NE(shown.out.find("read-only file system"), std::string::npos) << Trace(shown);
@@ -190,7 +164,7 @@ TEST_F(QueueReadOnlyE2e, TheKernelRemountingTheDiskReadOnlyRefusesSubmitsAndLose
   // waiting one still waits for it; then both run, each exactly once.
   EXPECT_EQ(StateOf(q().Job(*running)), "running") << q().Job(*running).dump();
   EXPECT_EQ(StateOf(q().Job(waiting)), "queued") << q().Job(waiting).dump();
-  json degraded = Degraded();
+  json degraded = q().Degraded();
   EXPECT_TRUE(degraded.is_array() && degraded.empty()) << degraded.dump();
   std::ofstream(go).put('\n');
   EXPECT_EQ(StateOf(q().WaitForEnd(*running)), "succeeded");
@@ -199,7 +173,7 @@ TEST_F(QueueReadOnlyE2e, TheKernelRemountingTheDiskReadOnlyRefusesSubmitsAndLose
   std::istringstream lines(ReadWholeFile(q().mark() + "/ran"));
   for (int64_t id; lines >> id;) ran.insert(id);
   EXPECT_EQ(ran, (std::multiset<int64_t>{*running, waiting}));
-  std::optional<json> again = RawSubmit({"true"});
+  std::optional<json> again = q().RawSubmit({"true"});
   ASSERT_TRUE(again && again->value("ok", false)) << (again ? again->dump() : "no reply");
   if (HasFailure()) std::cerr << "daemon log:\n" << q().Log();
 }

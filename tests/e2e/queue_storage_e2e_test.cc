@@ -33,19 +33,6 @@ using nlohmann::json;
 // shared contract's client table; cli/exit_codes.h kExitStorageRefused).
 constexpr int kExitStorageRefused = 18;
 
-bool Eventually(const std::function<bool()>& condition, double timeout_s = kQueueWaitS) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!condition()) {
-    if (SecondsSince(start) > timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
-std::string Trace(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 class QueueStorageE2e : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -100,21 +87,6 @@ class QueueStorageE2e : public ::testing::Test {
     close(fd);
   }
 
-  // A raw submit of `argv` (no GPU, after `after` when set); the reply.
-  std::optional<json> RawSubmit(const std::vector<std::string>& argv,
-                                std::optional<int64_t> after = std::nullopt) {
-    json spec = SpecFor(argv, q().ClientOptions());
-    spec["gpus"] = 0;
-    if (after) spec["after"] = {*after};
-    return q().Call({{"op", "submit"}, {"spec", spec}});
-  }
-
-  json Degraded() {
-    std::optional<json> r = q().Call({{"op", "queue"}});
-    if (!r || !r->contains("degraded")) return nullptr;
-    return (*r)["degraded"];
-  }
-
   // Every acknowledged job (id -> what must become of it).
   static std::map<int64_t, std::string>& Acknowledged() {
     static std::map<int64_t, std::string> ids;
@@ -143,7 +115,7 @@ TEST_F(QueueStorageE2e, AFullDiskRefusesSubmitsWithTheCauseAndLosesNothing) {
   std::optional<json> refusal;
   for (int i = 0; i < 500 && !refusal; ++i) {
     std::optional<json> r =
-        RawSubmit({"sh", "-c", "echo \"$GPUWARDEN_JOB_ID\" >> \"$MARK/ran\""}, *runner);
+        q().RawSubmit({"sh", "-c", "echo \"$GPUWARDEN_JOB_ID\" >> \"$MARK/ran\""}, *runner);
     ASSERT_TRUE(r) << "no reply";
     if (r->value("ok", false)) {
       Acknowledged()[(*r)["job"].get<int64_t>()] = "succeeded";
@@ -165,7 +137,7 @@ TEST_F(QueueStorageE2e, AFullDiskRefusesSubmitsWithTheCauseAndLosesNothing) {
   EXPECT_NE(cli.err.find("no space left on device"), std::string::npos) << Trace(cli);
 
   // The queue reports the degraded store; the running job keeps running.
-  json degraded = Degraded();
+  json degraded = q().Degraded();
   ASSERT_TRUE(degraded.is_array() && !degraded.empty()) << degraded.dump();
   EXPECT_EQ(degraded[0].value("what", ""), "storage");
   EXPECT_NE(degraded[0].value("detail", "").find("no space left on device"), std::string::npos);
@@ -180,9 +152,9 @@ TEST_F(QueueStorageE2e, AFullDiskRefusesSubmitsWithTheCauseAndLosesNothing) {
   // recorded.
   ASSERT_EQ(unlink(Filler().c_str()), 0);
   ASSERT_TRUE(Eventually([&] {
-    json d = Degraded();
+    json d = q().Degraded();
     return d.is_array() && d.empty();
-  })) << Degraded().dump();
+  })) << q().Degraded().dump();
   EXPECT_NE(q().Log().find("gpuwardend: notice: queue storage writable again"), std::string::npos);
   std::ofstream(go).put('\n');
   for (const auto& [id, want] : Acknowledged()) {
@@ -241,9 +213,9 @@ TEST_F(QueueStorageE2e, AReadOnlyStateDirectoryIsNamedAndTheQueueComesBackWhenIt
   for (const auto& [id, want] : Acknowledged()) {
     EXPECT_EQ(StateOf(q().Job(id)), want) << "job " << id;
   }
-  json degraded = Degraded();
+  json degraded = q().Degraded();
   EXPECT_TRUE(degraded.is_array() && degraded.empty()) << degraded.dump();
-  std::optional<json> again = RawSubmit({"true"});
+  std::optional<json> again = q().RawSubmit({"true"});
   ASSERT_TRUE(again && again->value("ok", false)) << (again ? again->dump() : "no reply");
   if (HasFailure()) std::cerr << "daemon log:\n" << q().Log();
 }
