@@ -244,7 +244,8 @@ class Planner {
         detail = "left behind: the run that started it is gone";
       } else if (f.code == "UNLISTED_DEVICE_HOLDER") {
         reason = Reason::kStaleDeviceHolder;
-        detail = "holds /dev/nvidia* open without being a listed GPU process";
+        detail =
+            "holds " + in_.latest.device_dir + "/nvidia* open without being a listed GPU process";
       } else if (f.code == "ZOMBIE_HOLDER") {
         for (pid_t z : f.pids) {
           if (PassesFilters(z, z)) AddZombie(z, Role::kHolder);

@@ -53,8 +53,8 @@ EndDecision DecideEnd(const Job& before, const Result<std::optional<ExitRecord>>
       job.state = JobState::kFailed;
       job.end_reason = "start_failed";
       job.end_detail = fmt::format(
-          "its supervisor ended before starting it, {} times in a row (its log: the run's "
-          "supervisor.log)",
+          "its supervisor ended before starting it; given up after {} runs (each run's "
+          "supervisor.log says why)",
           job.requeues + 1);
       job.end_unix_ms = now_unix_ms;
       return d;

@@ -153,7 +153,7 @@ TEST(DecideEnd, ASupervisorThatEndedBeforeClaimingTheRunRequeuesTheJobAndKillsNo
   EndDecision f = DecideEnd(tried, None(), Unclaimed(), "", kNow);
   EXPECT_EQ(f.job.state, JobState::kFailed);
   EXPECT_EQ(f.job.end_reason, "start_failed");
-  EXPECT_THAT(f.job.end_detail, HasSubstr("11 times"));
+  EXPECT_THAT(f.job.end_detail, HasSubstr("given up after 11 runs"));
 }
 
 TEST(DecideEnd, AMalformedRecordFailsTheJobNamingTheFileAndKillsNothing) {
