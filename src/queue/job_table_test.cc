@@ -57,11 +57,12 @@ class JobTableTest : public ::testing::Test {
     faulty_ = std::make_unique<FaultyJobStore>(*sqlite_);
   }
   // A fresh table over the same store and supervisors: a restarted daemon.
-  void NewTable() {
+  void NewTable(double grace_s = 10) {
     JobTableOptions o;
     o.state_dir = dir_;
     o.supervisor_path = "/fake/gpuwarden-supervise";
     o.retry_interval_ms = 1000;
+    o.grace_s = grace_s;
     table_ = std::make_unique<JobTable>(
         o, JobTableParts{*faulty_, sup_, clock_, *procs_, control_, log_});
   }
@@ -315,12 +316,7 @@ TEST_F(JobTableTest, CancellingARunningJobAsksItsSupervisorAndNeedsNoWrite) {
 
 // The request handlers over the same table, as the socket server calls them.
 TEST_F(JobTableTest, TheCancelReplyOfARunningJobSaysHowLongItsGraceIs) {
-  JobTableOptions o;
-  o.state_dir = dir_;
-  o.supervisor_path = "/fake/gpuwarden-supervise";
-  o.grace_s = 2.5;
-  table_ =
-      std::make_unique<JobTable>(o, JobTableParts{*faulty_, sup_, clock_, *procs_, control_, log_});
+  NewTable(/*grace_s=*/2.5);
   RequestHandler ops(*table_, clock_, OpsOptions{});
   const Caller ann{1000, 1000, 4242, "ann"};
   const JobId running = SubmitOk(NewJob(/*gpus=*/2));
