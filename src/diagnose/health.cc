@@ -11,7 +11,7 @@ namespace {
 Health Worse(Health a, Health b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
 using internal::About;
-using internal::NothingRead;
+using internal::UsageUnread;
 
 }  // namespace
 
@@ -97,14 +97,11 @@ HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& lat
       g.unread = true;
       g.unread_reason =
           gpu.unreachable->message.empty() ? gpu.unreachable->code : gpu.unreachable->message;
-    } else if (NothingRead(gpu)) {
+    } else if (UsageUnread(gpu)) {
+      // Not looked at is not healthy: a probe cut short by a call that did
+      // not return (on another GPU), or NVML with nothing to say.
       g.unread = true;
-      // A probe cut short by a call that did not return (on another GPU)
-      // never reached it; otherwise NVML had nothing to say about it.
-      g.unread_reason = latest.timed_out
-                            ? "the probe's deadline passed before it reached this GPU (a call did "
-                              "not return)"
-                            : "NVML answered nothing about it";
+      g.unread_reason = internal::UnreadReason(gpu, latest.timed_out);
     }
     Health health = g.unread ? Health::kUnknown : Health::kHealthy;
     for (const Finding& f : findings) {

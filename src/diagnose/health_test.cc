@@ -107,6 +107,7 @@ TEST(Health, NoDataIsUnread) {
   g.memory = {};
   g.utilization_gpu_pct.reset();
   g.temperature_c.reset();
+  g.power_draw_w.reset();
   const HealthReport r = AssessHealth({}, s);
   EXPECT_EQ(r.gpus[1].health, Health::kUnknown);
   EXPECT_TRUE(r.gpus[1].unread);
@@ -115,6 +116,21 @@ TEST(Health, NoDataIsUnread) {
   // Not reached by a probe that hit its deadline on another GPU.
   s.timed_out = true;
   EXPECT_NE(AssessHealth({}, s).gpus[1].unread_reason.find("deadline"), std::string::npos);
+}
+
+// Memory and utilisation "Unknown Error" while the temperature and power
+// still read: what the GPU does was not seen, so it is not healthy either.
+TEST(Health, ATemperatureAloneIsNotALook) {
+  Snapshot s = HealthyServer(2);
+  Gpu& g = *At(s, 1);
+  g.memory = {};
+  g.utilization_gpu_pct.reset();
+  ASSERT_TRUE(g.temperature_c && g.power_draw_w);
+  const HealthReport r = AssessHealth({}, s);
+  EXPECT_EQ(r.gpus[1].health, Health::kUnknown);
+  EXPECT_EQ(r.gpus[1].unread_reason, "NVML gave neither its memory nor its utilisation");
+  EXPECT_EQ(r.gpus[0].health, Health::kHealthy);
+  EXPECT_EQ(r.overall, Health::kUnknown);
 }
 
 TEST(Health, CapacityIsNotHealth) {

@@ -20,6 +20,7 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
     GpuRoom room;
     room.index = c.index;
     room.total_bytes = c.total_bytes;
+    room.reserved_bytes = c.reserved_bytes;
     room.free_bytes = c.free_bytes;
     room.util_pct = c.util_pct;
     room.block = c.block;
@@ -50,6 +51,7 @@ Placement PlaceNeed(const NeedRequest& need, std::span<const GpuRoom> rooms,
     placement::Candidate c;
     c.index = room.index;
     c.total_bytes = room.total_bytes;
+    c.reserved_bytes = room.reserved_bytes;
     c.free_bytes = room.free_bytes;
     c.util_pct = room.util_pct;
     // A room a caller made unusable without a reason is busy for now.

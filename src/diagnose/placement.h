@@ -27,9 +27,10 @@ namespace gw::diagnose {
 struct GpuRoom {
   unsigned index = 0;
   Opt<uint64_t> total_bytes;
-  Opt<uint64_t> free_bytes;  // Capped free memory (plus `extra_free`), before the margin.
-  Opt<unsigned> util_pct;    // Unknown orders as busiest.
-  bool usable = false;       // Eligible now; a caller may clear it (then: busy for now).
+  uint64_t reserved_bytes = 0;  // The driver's reservation, never free.
+  Opt<uint64_t> free_bytes;     // Capped free memory (plus `extra_free`), before the margin.
+  Opt<unsigned> util_pct;       // Unknown orders as busiest.
+  bool usable = false;          // Eligible now; a caller may clear it (then: busy for now).
   placement::Block block = placement::Block::kNone;  // Why not usable, when it is not.
 };
 

@@ -306,9 +306,18 @@ bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptio
   return known > 0;
 }
 
-bool NothingRead(const Gpu& gpu) {
-  return !gpu.memory.total_bytes && !gpu.memory.used_bytes && !gpu.utilization_gpu_pct &&
-         !gpu.temperature_c;
+bool UsageUnread(const Gpu& gpu) {
+  return !gpu.memory.total_bytes && !gpu.memory.used_bytes && !gpu.utilization_gpu_pct;
+}
+
+std::string UnreadReason(const Gpu& gpu, bool probe_timed_out) {
+  const bool nothing = UsageUnread(gpu) && !gpu.temperature_c && !gpu.power_draw_w;
+  if (nothing && probe_timed_out) {
+    return "the probe's deadline passed before it reached this GPU (a call did not return)";
+  }
+  if (nothing) return "NVML answered nothing about it";
+  if (UsageUnread(gpu)) return "NVML gave neither its memory nor its utilisation";
+  return "NVML did not give its memory";
 }
 
 bool About(const Finding& finding, unsigned gpu) {

@@ -131,10 +131,15 @@ bool MemoryEssentiallyFree(const Gpu& gpu, const DiagnoseOptions& options);
 // Utilisation >= saturated_util_pct in every sample where it is known (and
 // known in at least one).
 bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptions& options);
-// Nothing that tells what the GPU is doing was read (no memory, utilisation
-// or temperature): the probe gave up on it before the first value, or the
-// library answers nothing for it.
-bool NothingRead(const Gpu& gpu);
+// Neither its memory nor its utilisation was read, so what the GPU is doing
+// cannot be told: the probe gave up on it before the first value, or the
+// library answers nothing (or "Unknown Error") for both. A temperature or a
+// power reading alone does not say whether work runs there.
+bool UsageUnread(const Gpu& gpu);
+// Why a GPU that is not unreachable has no usable reading, in words, for
+// the verdict line and the health report; `probe_timed_out` is the
+// snapshot's (a call on another GPU did not return).
+std::string UnreadReason(const Gpu& gpu, bool probe_timed_out);
 // The finding names `gpu` among its GPUs.
 bool About(const Finding& finding, unsigned gpu);
 bool ExclusiveMode(const Gpu& gpu);

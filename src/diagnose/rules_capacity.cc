@@ -60,8 +60,12 @@ void RuleVramExhausted(const RuleContext& ctx, std::vector<Finding>& out) {
     const Opt<uint64_t> free = FreeBytes(gpu);
     const bool full = VramFull(gpu, o);
     // The placement core keeps a margin free on every GPU (as the queue does).
-    const bool short_of_need =
-        o.need && free && *free < o.need->bytes_per_gpu + placement::kDefaultMarginBytes;
+    // A GPU that could not hold the need even empty (its total less the
+    // driver's reservation) is too small, not short now: waiting on it never
+    // helps, and NEED_EXCEEDS_SERVER says so when no GPU is big enough.
+    const uint64_t wanted = o.need ? o.need->bytes_per_gpu + placement::kDefaultMarginBytes : 0;
+    const uint64_t capacity = total - std::min(total, gpu.memory.reserved_bytes.value_or(0));
+    const bool short_of_need = o.need && free && *free < wanted && capacity >= wanted;
     if (!full && !short_of_need) continue;
 
     std::string message =
@@ -242,8 +246,10 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
           n.kind == Kind::kTooFewGpus
               ? fmt::format("the server has {} GPU{}", n.server_gpus, n.server_gpus == 1 ? "" : "s")
           : n.kind == Kind::kTooSmall && n.big_enough == 0
-              ? fmt::format("the largest GPU has {} in total ({} is kept free on each)",
-                            n.largest_total ? FormatBytes(*n.largest_total) : "unknown", margin)
+              ? fmt::format(
+                    "the largest GPU can give {} (its total less what the driver "
+                    "reserves; {} is kept free on each)",
+                    n.largest_capacity ? FormatBytes(*n.largest_capacity) : "unknown", margin)
           : n.kind == Kind::kTooSmall
               ? fmt::format("only {} GPU{} {} that much memory ({} is kept free on each)",
                             n.big_enough, n.big_enough == 1 ? "" : "s",

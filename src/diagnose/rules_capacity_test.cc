@@ -239,8 +239,9 @@ TEST(NeedTest, UnsatisfiableAndNever) {
   o.need = *ParseNeed("100G");
   findings = RunOne(s, o);
   ASSERT_EQ(Count(findings, "NEED_EXCEEDS_SERVER"), 1u);
-  EXPECT_THAT(Find(findings, "NEED_EXCEEDS_SERVER")->message,
-              HasSubstr("the largest GPU has 80 GiB in total"));
+  EXPECT_THAT(
+      Find(findings, "NEED_EXCEEDS_SERVER")->message,
+      HasSubstr("the largest GPU can give 79.5 GiB (its total less what the driver reserves"));
 }
 
 TEST(NeedTest, NoNeedNoFindingNoDataUnchecked) {

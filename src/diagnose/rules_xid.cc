@@ -320,10 +320,12 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       });
   if (!every_gpu_placed) return;  // A GPU without an address could be the one.
   std::map<PciAddress, std::vector<std::string>> missing;  // -> what the kernel said.
-  auto saw = [&](const Opt<std::string>& bus, std::string what) {
+  std::set<PciAddress> failed;  // The kernel said it failed: init, or fell off the bus.
+  auto saw = [&](const Opt<std::string>& bus, std::string what, bool says_failed = false) {
     if (!bus) return;
     const Opt<PciAddress> a = ParseSlot(*bus);
     if (!a || gpu_at.count(*a)) return;
+    if (says_failed) failed.insert(*a);
     std::vector<std::string>& said = missing[*a];
     if (std::find(said.begin(), said.end(), what) == said.end()) said.push_back(std::move(what));
   };
@@ -340,14 +342,15 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
         saw(e.pci_bus_id,
             e.minor_number
                 ? fmt::format("RmInitAdapter failed, device minor number {}", *e.minor_number)
-                : std::string("RmInitAdapter failed"));
+                : std::string("RmInitAdapter failed"),
+            /*says_failed=*/true);
       } else if (e.minor_number && minors_known &&
                  std::none_of(latest.gpus.begin(), latest.gpus.end(),
                               [&](const Gpu& g) { return g.minor_number == e.minor_number; })) {
         missing_minors.insert(*e.minor_number);
       }
     } else if (e.kind == kmsg::kKindFallenOffBus) {
-      saw(e.pci_bus_id, "fell off the bus");
+      saw(e.pci_bus_id, "fell off the bus", /*says_failed=*/true);
     } else if (e.kind == kmsg::kKindXid && e.xid) {
       saw(e.pci_bus_id, fmt::format("Xid {}", *e.xid));
     }
@@ -356,6 +359,13 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     for (const std::string& bus : *latest.driver_gpu_bus_ids) {
       saw(bus, "listed in /proc/driver/nvidia/gpus");
     }
+  }
+  // A dump taken with -i lists some of the GPUs NVML counts (attached_gpus):
+  // a GPU it leaves out is not missing for that alone, only when the kernel
+  // said it failed, or when the kernel saw more GPUs than NVML counts.
+  const unsigned counted = latest.system.gpu_count.value_or(0);
+  if (counted > latest.gpus.size() && latest.gpus.size() + missing.size() <= counted) {
+    std::erase_if(missing, [&](const auto& kv) { return !failed.count(kv.first); });
   }
   const std::string lister = ctx.live() ? "NVML does not list it" : "the dump does not list it";
   for (const auto& [pci, said] : missing) {

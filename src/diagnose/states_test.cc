@@ -106,6 +106,28 @@ TEST(GpuStateTest, UnreadableIsUnknownNeverFree) {
   EXPECT_THAT(d.summary, HasSubstr("could not be read"));
 }
 
+// "Unknown Error" for memory and utilisation, while temperature and power
+// read: neither free nor in use with room can be said (class 9 of the why
+// issue: it was "OK, in use", with "room: unknown").
+TEST(GpuStateTest, UsageUnreadIsUnknownWhateverElseReads) {
+  Snapshot s = HealthyServer(2);
+  Gpu& g = *GpuAt(s, 1);
+  g.memory = {};
+  g.utilization_gpu_pct.reset();
+  ASSERT_TRUE(g.temperature_c.has_value());
+  const Diagnosis d = DiagnoseOne(s);
+  EXPECT_EQ(At(d, 1).state, GpuState::kUnknown);
+  EXPECT_EQ(At(d, 1).verdict, Verdict::kUnknown);
+  EXPECT_THAT(At(d, 1).line, HasSubstr("neither its memory nor its utilisation"));
+  EXPECT_THAT(d.summary, Not(HasSubstr("room on GPU 1")));
+  // Memory alone unread, with no work seen: unknown too, never "in use".
+  Snapshot m = HealthyServer(2);
+  GpuAt(m, 1)->memory = {};
+  const Diagnosis dm = DiagnoseOne(m);
+  EXPECT_EQ(At(dm, 1).state, GpuState::kUnknown);
+  EXPECT_THAT(At(dm, 1).line, HasSubstr("did not give its memory"));
+}
+
 TEST(GpuStateTest, IdleHolderMakesItReclaimableOnlyWhenItFillsTheGpu) {
   Snapshot s = HealthyServer(2);
   AddProcess(s, {.pid = 100, .gpu = 0, .bytes = 78 * kGiB, .sm = 0, .age_s = 86400});

@@ -353,13 +353,16 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
       v.state = GpuState::kFault;
     } else if (worst == VerdictRank(Verdict::kDegraded)) {
       v.state = GpuState::kDegraded;
-    } else if (gpu.unreachable || internal::NothingRead(gpu) ||
+    } else if (gpu.unreachable || internal::UsageUnread(gpu) ||
                worst == VerdictRank(Verdict::kUnknown)) {
       v.state = GpuState::kUnknown;
     } else if (genuine) {
       v.state = GpuState::kBusy;
     } else if (reclaimable) {
       v.state = GpuState::kReclaimable;
+    } else if (!gpu.memory.total_bytes || !gpu.memory.used_bytes) {
+      // Neither "free" nor "in use with room" can be said without its memory.
+      v.state = GpuState::kUnknown;
     } else {
       // Work seen: a compute process, utilisation above idle, or memory in use
       // beyond what an idle GPU shows. Unknown memory is not "free".
@@ -403,7 +406,7 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
           break;
         }
       }
-      if (detail.empty()) detail = "no data (the probe did not reach this GPU)";
+      if (detail.empty()) detail = "no data: " + internal::UnreadReason(gpu, latest.timed_out);
     } else {
       detail = UsageText(latest, gpu);
       if (v.reclaimable_bytes > 0) {

@@ -25,6 +25,13 @@ int64_t Want(uint64_t bytes, int64_t margin) {
 
 unsigned Low(Mask m) { return static_cast<unsigned>(std::countr_zero(m)); }
 
+// The most a GPU can ever give one job: its total less the driver's
+// reservation, which no ending job frees. Unknown total: unknown.
+Opt<uint64_t> Capacity(const Candidate& c) {
+  if (!c.total_bytes) return std::nullopt;
+  return *c.total_bytes - std::min(*c.total_bytes, c.reserved_bytes);
+}
+
 // The clique searches are exponential in theory; servers have a few dozen
 // GPUs at most, and the budget only guards against a pathological topology.
 constexpr long kCliqueBudget = 100'000;
@@ -93,6 +100,7 @@ GpuFacts FactsOf(const Gpu& gpu) {
   GpuFacts f;
   f.index = gpu.index;
   f.total_bytes = gpu.memory.total_bytes;
+  f.reserved_bytes = gpu.memory.reserved_bytes.value_or(0);
   f.free_bytes = gpu.memory.free_bytes;
   const MemoryInfo& m = gpu.memory;
   if (!f.free_bytes && m.total_bytes && m.used_bytes &&
@@ -114,6 +122,7 @@ Candidate Assess(const GpuFacts& facts) {
   Candidate c;
   c.index = facts.index;
   c.total_bytes = facts.total_bytes;
+  c.reserved_bytes = facts.reserved_bytes;
   c.util_pct = facts.util_pct;
   c.exclusive = facts.compute_mode && (*facts.compute_mode == ComputeMode::kExclusiveProcess ||
                                        *facts.compute_mode == ComputeMode::kExclusiveThread);
@@ -221,7 +230,8 @@ Mask Server::BigEnough(uint64_t bytes) const {
   const int64_t want = Want(bytes, margin_);
   Mask m = 0;
   for (unsigned p = 0; p < size(); ++p) {
-    if (!gpus_[p].total_bytes || Signed(*gpus_[p].total_bytes) >= want) m |= Bit(p);
+    const Opt<uint64_t> capacity = Capacity(gpus_[p]);
+    if (!capacity || Signed(*capacity) >= want) m |= Bit(p);
   }
   return m;
 }
@@ -286,7 +296,9 @@ NeverWhy Server::WhyNever(const Request& request) const {
   const Mask big = BigEnough(request.bytes_per_gpu);
   why.big_enough = Count(big);
   for (const Candidate& c : gpus_) {
-    if (c.total_bytes) why.largest_total = std::max(why.largest_total.value_or(0), *c.total_bytes);
+    if (const Opt<uint64_t> capacity = Capacity(c)) {
+      why.largest_capacity = std::max(why.largest_capacity.value_or(0), *capacity);
+    }
   }
   if (CanEver(request) != Ever::kNever) return why;
   if (request.gpus > size()) {

@@ -85,7 +85,8 @@ std::string_view BlockText(Block block);
 struct GpuFacts {
   unsigned index = 0;
   Opt<uint64_t> total_bytes;
-  Opt<uint64_t> free_bytes;  // NVML free (or total - used - reserved).
+  uint64_t reserved_bytes = 0;  // The driver's reservation (never freed); 0 when not read.
+  Opt<uint64_t> free_bytes;     // NVML free (or total - used - reserved).
   Opt<unsigned> util_pct;
   uint64_t listed_bytes = 0;  // Known bytes of the processes listed on it.
   bool unreachable = false;
@@ -103,7 +104,8 @@ GpuFacts FactsOf(const Gpu& gpu);
 struct Candidate {
   unsigned index = 0;
   Opt<uint64_t> total_bytes;
-  Opt<uint64_t> free_bytes;  // The room before margin and reservations (capped, see above).
+  uint64_t reserved_bytes = 0;  // Never free: "never" counts total - reserved.
+  Opt<uint64_t> free_bytes;     // The room before margin and reservations (capped, see above).
   Opt<unsigned> util_pct;
   bool exclusive = false;  // EXCLUSIVE compute mode: one process at a time.
   Block block = Block::kNone;
@@ -131,8 +133,8 @@ struct NeverWhy {
   enum class Kind : uint8_t { kNone, kTooFewGpus, kTooSmall, kNoNvlinkSet };
   Kind kind = Kind::kNone;
   unsigned server_gpus = 0;         // GPUs placement knows of.
-  unsigned big_enough = 0;          // GPUs with total >= SIZE + margin (or total unknown).
-  Opt<uint64_t> largest_total;      // Largest known total.
+  unsigned big_enough = 0;          // GPUs with capacity >= SIZE + margin (or total unknown).
+  Opt<uint64_t> largest_capacity;   // Largest known capacity: total less the driver's reservation.
   unsigned largest_nvlink_set = 0;  // kNoNvlinkSet: the largest joined set of big-enough GPUs.
 };
 

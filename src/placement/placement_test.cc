@@ -224,6 +224,25 @@ TEST(ServerTest, FragmentedAndNotEnoughFree) {
   EXPECT_THAT(server.Place(Need(3, 40)).gpus, IsEmpty());
 }
 
+// The driver's reservation is never freed: a need between what an empty GPU
+// gives (total - reserved - margin) and its total can never fit, whatever
+// ends (it was "not enough free now", so BUSY, for ever).
+TEST(ServerTest, NeverCountsTheDriversReservation) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  std::vector<GpuFacts> f = {Facts(0), Facts(1)};
+  for (GpuFacts& g : f) {
+    g.total_bytes = 81559 * kMiB;  // An H100 80GB as NVML reports it.
+    g.reserved_bytes = 552 * kMiB;
+    g.free_bytes = *g.total_bytes - g.reserved_bytes;
+  }
+  const Server server(Assessed(f), {});
+  Placement p = server.Place(Need(1, 79));
+  EXPECT_EQ(p.outcome, Outcome::kNeverFits);
+  EXPECT_EQ(p.never.kind, NeverWhy::Kind::kTooSmall);
+  EXPECT_EQ(p.never.largest_capacity, (81559 - 552) * kMiB);
+  EXPECT_EQ(server.Place(Need(2, 78)).outcome, Outcome::kFits);
+}
+
 TEST(ServerTest, NeverFitsWithItsReason) {
   const Server server(Assessed({Facts(0, 80), Facts(1, 40)}), Links(2, TopologyLevel::kNode));
   Placement p = server.Place(Need(3, 1));
@@ -233,7 +252,7 @@ TEST(ServerTest, NeverFitsWithItsReason) {
   p = server.Place(Need(2, 50));
   EXPECT_EQ(p.never.kind, NeverWhy::Kind::kTooSmall);
   EXPECT_EQ(p.never.big_enough, 1u);
-  EXPECT_EQ(p.never.largest_total, 80 * kGiB);
+  EXPECT_EQ(p.never.largest_capacity, 80 * kGiB);
   p = server.Place(Need(2, 10, true));  // Topology known, no NVLink at all.
   EXPECT_EQ(p.never.kind, NeverWhy::Kind::kNoNvlinkSet);
   EXPECT_EQ(p.never.largest_nvlink_set, 1u);

@@ -1,7 +1,5 @@
 #include "queue/admission.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "core/units.h"
@@ -14,30 +12,29 @@ Error Unsatisfiable(std::string message) { return MakeError("unsatisfiable", std
 }  // namespace
 
 std::optional<Error> CheckAdmission(const JobSpec& spec, const AdmissionFacts& facts) {
-  const std::vector<uint64_t>& totals = facts.gpu_total_bytes;
-  if (!totals.empty() && spec.gpus > 0) {
-    const size_t have = totals.size();
-    if (spec.gpus > have) {
-      return Unsatisfiable(fmt::format("--gpus {}: this server has {} GPU{}", spec.gpus, have,
-                                       have == 1 ? "" : "s"));
+  if (!facts.gpus.empty() && spec.gpus > 0) {
+    const placement::Server server(facts.gpus, {}, facts.margin_bytes);
+    // No topology here: an NVLink need is never refused for it (the policy
+    // says why it waits once the topology is known).
+    const placement::NeverWhy why =
+        server.WhyNever(placement::Request{spec.gpus, spec.vram_bytes, /*nvlink=*/false});
+    using Kind = placement::NeverWhy::Kind;
+    if (why.kind == Kind::kTooFewGpus) {
+      return Unsatisfiable(fmt::format("--gpus {}: this server has {} GPU{}", spec.gpus,
+                                       why.server_gpus, why.server_gpus == 1 ? "" : "s"));
     }
-    if (spec.vram_bytes > 0) {
-      // A GPU of unknown total (0) may be big enough.
-      const auto big_enough =
-          static_cast<size_t>(std::count_if(totals.begin(), totals.end(), [&](uint64_t t) {
-            return t == 0 || t >= spec.vram_bytes;
-          }));
-      const uint64_t largest = *std::max_element(totals.begin(), totals.end());
-      if (big_enough == 0) {
-        return Unsatisfiable(fmt::format("--vram {}: no GPU here has that much (largest {})",
-                                         FormatBytes(spec.vram_bytes), FormatBytes(largest)));
-      }
-      if (big_enough < spec.gpus) {
-        return Unsatisfiable(fmt::format("--gpus {} --vram {}: only {} GPU{} here ha{} {}",
-                                         spec.gpus, FormatBytes(spec.vram_bytes), big_enough,
-                                         big_enough == 1 ? "" : "s", big_enough == 1 ? "s" : "ve",
-                                         FormatBytes(spec.vram_bytes)));
-      }
+    if (why.kind == Kind::kTooSmall && why.big_enough == 0) {
+      return Unsatisfiable(fmt::format(
+          "--vram {}: no GPU here has that much (the largest has {} usable; {} is kept free on "
+          "each)",
+          FormatBytes(spec.vram_bytes), FormatBytes(why.largest_capacity.value_or(0)),
+          FormatBytes(facts.margin_bytes)));
+    }
+    if (why.kind == Kind::kTooSmall) {
+      return Unsatisfiable(
+          fmt::format("--gpus {} --vram {}: only {} GPU{} here ha{} {}", spec.gpus,
+                      FormatBytes(spec.vram_bytes), why.big_enough, why.big_enough == 1 ? "" : "s",
+                      why.big_enough == 1 ? "s" : "ve", FormatBytes(spec.vram_bytes)));
     }
   }
   if (facts.job_exists) {

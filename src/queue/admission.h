@@ -6,16 +6,20 @@
 // Refused (error code "unsatisfiable", the message names the flag and why):
 //   --gpus N        more GPUs than the server has
 //                   ("--gpus 3: this server has 2 GPUs");
-//   --vram SIZE     more than any GPU's total memory
-//                   ("--vram 100 GiB: no GPU here has that much (largest 80 GiB)"),
-//                   or, with --gpus N, more than N GPUs have
+//   --vram SIZE     more than any GPU can ever give: its total less the
+//                   driver's reservation, less the margin kept free
+//                   ("--vram 100 GiB: no GPU here has that much (the largest
+//                   has 79.4 GiB usable; 512 MiB is kept free on each)"),
+//                   or, with --gpus N, more than N GPUs can give
 //                   ("--gpus 2 --vram 60 GiB: only 1 GPU here has 60 GiB");
 //   --after JOB     a job that does not exist ("--after 9999: no such job").
 // These are the permanent cases of the policy's wait reasons "never_fits"
-// and "dependency" (policy.h). Everything that may change while the job
-// waits (free memory, health, utilisation, windows, per-user limits, the
-// topology) is left to the policy. A GPU whose total is unknown (0) counts as
-// big enough, as in the policy: a refusal must be certain. The client checks
+// and "dependency" (policy.h), and the GPU ones are the placement core's
+// "never" (placement::Server::WhyNever), so that `why --need` and the queue
+// say the same. Everything that may change while the job waits (free
+// memory, health, utilisation, windows, per-user limits, the topology) is
+// left to the policy. A GPU whose total is unknown counts as big enough, as
+// in the policy: a refusal must be certain. The client checks
 // separately that the command exists (ExecCandidates, runner.h), since only
 // it sees the caller's files.
 #ifndef GPUWARDEN_QUEUE_ADMISSION_H_
@@ -27,14 +31,17 @@
 #include <vector>
 
 #include "core/result.h"
+#include "placement/placement.h"
 #include "queue/job.h"
 
 namespace gw::queue {
 
 struct AdmissionFacts {
-  // Each GPU's total memory, NVML order; 0 = that GPU's total is unknown.
-  // Empty = the GPUs are unknown (no NVML yet): no GPU check is made.
-  std::vector<uint64_t> gpu_total_bytes;
+  // The GPUs as the placement core sees them (only their totals and the
+  // driver's reservations matter here). Empty = the GPUs are unknown (no
+  // NVML yet): no GPU check is made.
+  std::vector<placement::Candidate> gpus;
+  uint64_t margin_bytes = placement::kDefaultMarginBytes;  // The policy's margin.
   // Whether a job id exists (any state), for --after. Unset: not checked.
   std::function<bool(JobId)> job_exists;
 };

@@ -180,8 +180,9 @@ Result<JobId> JobTable::Submit(Job job) {
   AdmissionFacts facts;
   if (latest_) {
     for (const Gpu& g : latest_->gpus)
-      facts.gpu_total_bytes.push_back(g.memory.total_bytes.value_or(0));
+      facts.gpus.push_back(placement::Assess(placement::FactsOf(g)));
   }
+  facts.margin_bytes = o_.policy.margin_bytes;
   facts.job_exists = [this](JobId id) {
     Result<std::optional<Job>> j = Find(id);
     return !j.ok() || j->has_value();  // Unreadable: not certain, so not refused.

@@ -168,6 +168,7 @@ placement::Candidate CandidateOf(const GpuState& g) {
   placement::GpuFacts f;
   f.index = g.index;
   f.total_bytes = g.total_bytes;
+  f.reserved_bytes = g.reserved_bytes;
   f.free_bytes = g.free_bytes;
   f.util_pct = g.util_pct;
   for (const auto& [pid, bytes] : g.process_bytes) f.listed_bytes += bytes;
@@ -979,16 +980,16 @@ class Pass {
       return fmt::format("needs {}; the server has {} GPU{}", NeedText(need), n, n == 1 ? "" : "s");
     }
     if (why.kind == placement::NeverWhy::Kind::kTooSmall) {
-      const uint64_t largest = why.largest_total.value_or(0);
+      const uint64_t largest = why.largest_capacity.value_or(0);
       const uint64_t margin = static_cast<uint64_t>(gpus_.margin());
       const uint64_t usable = largest > margin ? largest - margin : 0;
       const unsigned big = why.big_enough;
       const std::string how_many = big == 0   ? "no GPU is"
                                    : big == 1 ? "only 1 GPU is"
                                               : fmt::format("only {} GPUs are", big);
-      return fmt::format("needs {}; {} that big (the largest has {}, {} after the {} margin)",
-                         NeedText(need), how_many, FormatBytes(largest), FormatBytes(usable),
-                         FormatBytes(margin));
+      return fmt::format(
+          "needs {}; {} that big (the largest has {} usable, {} after the {} margin)",
+          NeedText(need), how_many, FormatBytes(largest), FormatBytes(usable), FormatBytes(margin));
     }
     return fmt::format("needs {}; at most {} GPUs big enough are joined by NVLink", NeedText(need),
                        why.largest_nvlink_set);
@@ -1251,6 +1252,7 @@ std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
     st.index = g.index;
     st.uuid = g.uuid.value_or("");
     st.total_bytes = facts.total_bytes;
+    st.reserved_bytes = facts.reserved_bytes;
     st.free_bytes = facts.free_bytes;
     st.util_pct = facts.util_pct;
     st.unreachable = facts.unreachable;

@@ -147,6 +147,7 @@ struct GpuState {
   unsigned index = 0;  // NVML index.
   std::string uuid;
   std::optional<uint64_t> total_bytes;      // Unknown -> the GPU is not used.
+  uint64_t reserved_bytes = 0;              // The driver's reservation, never free.
   std::optional<uint64_t> free_bytes;       // NVML now; unknown -> the GPU is not used.
   std::optional<unsigned> util_pct;         // Unknown counts as busiest.
   bool unreachable = false;                 // The probe did not reach it -> not used.

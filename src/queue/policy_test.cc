@@ -641,9 +641,10 @@ TEST(PolicyTopologyTest, TooFewGpusNeverFits) {
   EXPECT_EQ(Code(d, 1), "never_fits");
   EXPECT_EQ(Message(d, 1), "needs 20 GiB on each of 4 GPUs; the server has 2 GPUs");
   EXPECT_EQ(Code(d, 2), "never_fits");
-  EXPECT_EQ(Message(d, 2),
-            "needs 100 GiB on one GPU; no GPU is that big (the largest has 80 GiB, 79.5 GiB after "
-            "the 512 MiB margin)");
+  EXPECT_EQ(
+      Message(d, 2),
+      "needs 100 GiB on one GPU; no GPU is that big (the largest has 80 GiB usable, 79.5 GiB after "
+      "the 512 MiB margin)");
 }
 
 // --- Backfill ---------------------------------------------------------------
