@@ -117,7 +117,8 @@ class DaemonImpl final : public Daemon {
       const size_t server_at = fds.size();
       const size_t server_count = server_->AppendPollFds(fds);
       const int64_t now = clock.MonotonicMs();
-      const int timeout = static_cast<int>(std::clamp<int64_t>(next_poll_ms_ - now, 0, 1000));
+      const int64_t wake = std::min(next_poll_ms_, table_->NextPassMs().value_or(next_poll_ms_));
+      const int timeout = static_cast<int>(std::clamp<int64_t>(wake - now, 0, 1000));
       const int n = poll(fds.data(), fds.size(), timeout);
       if (n < 0 && errno != EINTR) {
         log_->Error("poll: " + os::ErrnoText(errno));

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -578,11 +579,24 @@ std::vector<GpuState> JobTable::GpuStates() {
 void JobTable::Tick() {
   parts_.log.Flush();
   RetryUnsaved();
-  if (schedule_needed_ && latest_) Schedule();
+  if (std::optional<int64_t> due = NextPassMs(); due && parts_.clock.MonotonicMs() >= *due) {
+    Schedule();
+  }
+}
+
+std::optional<int64_t> JobTable::NextPassMs() const {
+  if (!schedule_needed_ || !latest_) return std::nullopt;
+  if (!last_pass_ms_) return std::numeric_limits<int64_t>::min();
+  return *last_pass_ms_ + o_.min_pass_interval_ms;
+}
+
+void JobTable::RunPendingPass() {
+  if (NextPassMs()) Schedule();
 }
 
 void JobTable::Schedule() {
   schedule_needed_ = false;
+  last_pass_ms_ = parts_.clock.MonotonicMs();
   QueueView view;
   view.now_unix_ms = parts_.clock.NowUnixMs();
   view.minute_of_day = MinuteOfDay(view.now_unix_ms);

@@ -57,6 +57,12 @@ struct JobTableOptions {
   bool vram_guard_stop = true;
   // How often progress that could not be stored is written again.
   int64_t retry_interval_ms = 1000;
+  // At most one placement pass per this many ms: a pass costs time in
+  // proportion to the waiting jobs, so a stream of submits pays for one pass
+  // every few ms instead of one each. A pass asked for after a quiet spell
+  // runs at once, so a lone submit or a job's end is not delayed.
+  int64_t min_pass_interval_ms = kDefaultMinPassIntervalMs;
+  static constexpr int64_t kDefaultMinPassIntervalMs = 5;
 };
 
 struct JobTableParts {
@@ -129,6 +135,12 @@ class JobTable {
   // Every loop pass: writes again what could not be stored (every
   // retry_interval_ms), runs a placement pass when one is due.
   void Tick();
+  // When (monotonic ms) the pass asked for is due, nullopt when none is:
+  // the loop wakes for it.
+  std::optional<int64_t> NextPassMs() const;
+  // Runs the pass asked for now, due or not, so that an answer about
+  // positions and reasons reflects every request before it.
+  void RunPendingPass();
   // True once since the last call when a job started or ended: its memory
   // changed, so the loop should look at the GPUs at once.
   bool TakeLookRequest();
@@ -179,6 +191,7 @@ class JobTable {
   std::optional<Degraded> gpus_degraded_;
   int64_t next_retry_ms_ = 0;  // Monotonic.
   bool schedule_needed_ = false;
+  std::optional<int64_t> last_pass_ms_;  // Monotonic; for min_pass_interval_ms.
   bool look_requested_ = false;
   std::optional<Snapshot> latest_;
   std::vector<Snapshot> history_;

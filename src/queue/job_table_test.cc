@@ -57,12 +57,15 @@ class JobTableTest : public ::testing::Test {
     faulty_ = std::make_unique<FaultyJobStore>(*sqlite_);
   }
   // A fresh table over the same store and supervisors: a restarted daemon.
-  void NewTable(double grace_s = 10) {
+  // Passes are not spaced out unless asked: these tests step the clock only
+  // where the time matters to them.
+  void NewTable(double grace_s = 10, int64_t min_pass_interval_ms = 0) {
     JobTableOptions o;
     o.state_dir = dir_;
     o.supervisor_path = "/fake/gpuwarden-supervise";
     o.retry_interval_ms = 1000;
     o.grace_s = grace_s;
+    o.min_pass_interval_ms = min_pass_interval_ms;
     table_ = std::make_unique<JobTable>(
         o, JobTableParts{*faulty_, sup_, clock_, *procs_, control_, log_});
   }
@@ -160,6 +163,35 @@ TEST_F(JobTableTest, AJobRunsAndItsEndIsRecordedAndLogged) {
   EXPECT_TRUE(table_->active().empty());
   EXPECT_TRUE(Logged("notice: job 1 ended: succeeded (exit 0)"));
   EXPECT_THAT(sup_.calls, Contains("Reap " + std::to_string(*Stored(id).supervisor_pid)));
+}
+
+TEST_F(JobTableTest, PassesAreSpacedOutWhileRequestsStreamAndALoneOneRunsAtOnce) {
+  NewTable(/*grace_s=*/10, /*min_pass_interval_ms=*/5);
+  const JobId first = SubmitOk(NewJob());
+  Look();  // After a quiet spell: placed at once.
+  EXPECT_EQ(sup_.Count("Launch"), 1);
+  EXPECT_EQ(Live(first).state, JobState::kRunning);
+  EXPECT_FALSE(table_->NextPassMs().has_value());  // Nothing asked for.
+
+  const JobId second = SubmitOk(NewJob());
+  ASSERT_TRUE(table_->NextPassMs().has_value());
+  EXPECT_EQ(*table_->NextPassMs(), clock_.MonotonicMs() + 5);  // The loop wakes then.
+  table_->Tick();                                              // 0 ms after the last pass: not yet.
+  EXPECT_EQ(sup_.Count("Launch"), 1);
+  EXPECT_EQ(table_->Position(second), std::nullopt);
+  clock_.AdvanceMs(4);
+  table_->Tick();
+  EXPECT_EQ(sup_.Count("Launch"), 1);
+  clock_.AdvanceMs(1);
+  table_->Tick();  // Due.
+  EXPECT_EQ(sup_.Count("Launch"), 2);
+  EXPECT_EQ(Live(second).state, JobState::kRunning);
+
+  // A question about the queue does not wait: the pass runs before it is answered.
+  const JobId third = SubmitOk(NewJob());
+  table_->RunPendingPass();
+  EXPECT_TRUE(table_->Position(third).has_value());
+  EXPECT_FALSE(table_->NextPassMs().has_value());
 }
 
 TEST_F(JobTableTest, APreemptedJobGoesBackToTheQueueAndRunsAgainUnderANewRun) {

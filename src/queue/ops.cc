@@ -72,9 +72,13 @@ json RequestHandler::Dispatch(const Caller& c, const json& req) {
     return r;
   }
   if (op == "submit") return Submit(c, req);
-  if (op == "jobs") return Jobs(c, req);
-  if (op == "job") return OneJob(c, req);
-  if (op == "queue") return Queue();
+  if (op == "jobs" || op == "job" || op == "queue") {
+    // Positions and reasons as of every request before this one.
+    table_.RunPendingPass();
+    if (op == "jobs") return Jobs(c, req);
+    if (op == "job") return OneJob(c, req);
+    return Queue();
+  }
   if (op == "cancel" || op == "hold" || op == "release") return Control(c, req, op);
   if (op == "logs") return Logs(c, req);
   return ErrorReply("bad_request", "unknown op \"" + SanitizeForTerminal(op) + "\"");

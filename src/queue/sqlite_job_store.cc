@@ -490,7 +490,7 @@ int SqliteJobStore::LatestSchemaVersion() { return static_cast<int>(kMigrations.
 SqliteJobStore::SqliteJobStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
 
 SqliteJobStore::~SqliteJobStore() {
-  for (sqlite3_stmt* s : {insert_, update_, get_}) sqlite3_finalize(s);
+  for (sqlite3_stmt* s : {insert_, update_, get_, usage_}) sqlite3_finalize(s);
   // Rolls back a transaction left open; an open WAL is recovered by the next
   // Open if this never runs (a crash).
   sqlite3_close_v2(db_);
@@ -888,26 +888,31 @@ Result<std::map<uid_t, double>> SqliteJobStore::UsageGpuSeconds(int64_t now_unix
   const int64_t cutoff = cutoff_ms <= static_cast<double>(std::numeric_limits<int64_t>::min())
                              ? std::numeric_limits<int64_t>::min()
                              : static_cast<int64_t>(cutoff_ms);
-  // Still running: no end yet and starting or running. A terminal job with
-  // no end time would otherwise be charged for ever.
-  static constexpr const char* kSql =
+  // Two halves, each read through an index (jobs_by_end, jobs_by_state), so
+  // a pass costs what ended lately and what runs, not every job ever queued:
+  // the scheduler asks before each pass. Still running: no end yet and
+  // starting or running (a terminal job with no end time would otherwise be
+  // charged for ever).
+  static const std::string kSql =
       "SELECT uid, start_unix_ms, end_unix_ms, json_extract(spec, '$.gpus') FROM jobs "
-      "WHERE start_unix_ms IS NOT NULL AND (end_unix_ms >= ?1 OR "
-      "(end_unix_ms IS NULL AND state IN ('starting', 'running')))";
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_, kSql, -1, &raw, nullptr) != SQLITE_OK) {
-    return SqlError("preparing the usage query");
-  }
-  StmtPtr stmt(raw);
-  if (sqlite3_bind_int64(stmt.get(), 1, cutoff) != SQLITE_OK) {
+      "WHERE end_unix_ms >= ?1 AND start_unix_ms IS NOT NULL "
+      "UNION ALL "
+      "SELECT uid, start_unix_ms, end_unix_ms, json_extract(spec, '$.gpus') FROM jobs "
+      "WHERE state IN ('starting', 'running') AND end_unix_ms IS NULL "
+      "AND start_unix_ms IS NOT NULL";
+  Result<sqlite3_stmt*> cached = Cached(&usage_, kSql);
+  if (!cached.ok()) return cached.error();
+  ResetOnExit reset(*cached);
+  sqlite3_stmt* const stmt = *cached;
+  if (sqlite3_bind_int64(stmt, 1, cutoff) != SQLITE_OK) {
     return SqlError("binding the usage query");
   }
   std::map<uid_t, double> usage;
   for (;;) {
-    const int rc = sqlite3_step(stmt.get());
+    const int rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) return usage;
     if (rc != SQLITE_ROW) return SqlError("reading usage");
-    Reader r(stmt.get());
+    Reader r(stmt);
     const auto uid = r.Int<uid_t>("uid");
     const auto start = r.Int<int64_t>("start_unix_ms");
     const std::optional<int64_t> end = r.OptInt<int64_t>("end_unix_ms");

@@ -145,6 +145,7 @@ class SqliteJobStore final : public JobStore {
   sqlite3_stmt* insert_ = nullptr;
   sqlite3_stmt* update_ = nullptr;
   sqlite3_stmt* get_ = nullptr;
+  sqlite3_stmt* usage_ = nullptr;
 };
 
 }  // namespace gw::queue
