@@ -888,9 +888,10 @@ Result<std::map<uid_t, double>> SqliteJobStore::UsageGpuSeconds(int64_t now_unix
   const int64_t cutoff = cutoff_ms <= static_cast<double>(std::numeric_limits<int64_t>::min())
                              ? std::numeric_limits<int64_t>::min()
                              : static_cast<int64_t>(cutoff_ms);
-  // Two halves, each read through an index (jobs_by_end, jobs_by_state), so
-  // a pass costs what ended lately and what runs, not every job ever queued:
-  // the scheduler asks before each pass. Still running: no end yet and
+  // Two halves, each read through an index (jobs_by_end, jobs_by_state; the
+  // unary + keeps the planner off jobs_by_end there, where every waiting job
+  // has no end), so a pass costs what ended lately and what runs, not every
+  // job ever queued: the scheduler asks before each pass. Still running: no end yet and
   // starting or running (a terminal job with no end time would otherwise be
   // charged for ever).
   static const std::string kSql =
@@ -898,7 +899,7 @@ Result<std::map<uid_t, double>> SqliteJobStore::UsageGpuSeconds(int64_t now_unix
       "WHERE end_unix_ms >= ?1 AND start_unix_ms IS NOT NULL "
       "UNION ALL "
       "SELECT uid, start_unix_ms, end_unix_ms, json_extract(spec, '$.gpus') FROM jobs "
-      "WHERE state IN ('starting', 'running') AND end_unix_ms IS NULL "
+      "WHERE state IN ('starting', 'running') AND +end_unix_ms IS NULL "
       "AND start_unix_ms IS NOT NULL";
   Result<sqlite3_stmt*> cached = Cached(&usage_, kSql);
   if (!cached.ok()) return cached.error();
