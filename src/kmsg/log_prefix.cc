@@ -212,6 +212,30 @@ bool ReadSyslogShort(Cursor& c, const PrefixContext& ctx, LocalTimeConverter& lo
   return true;
 }
 
+// journalctl -o short-unix: "1772289000.250000 host kernel: ". Seconds since
+// the epoch with a fraction (a bare integer is too easily something else),
+// between 2000 and 2100.
+bool ReadEpochSeconds(Cursor& c, int64_t* out) {
+  Cursor t = c;
+  int64_t whole = 0, frac = 0;
+  int nfrac = 0;
+  if (!t.Number(11, &whole) || !t.Eat('.') || !t.Number(9, &frac, false, &nfrac)) return false;
+  if (t.Peek() != ' ') return false;
+  constexpr int64_t kYear2000 = 946'684'800, kYear2100 = 4'102'444'800;
+  if (whole < kYear2000 || whole >= kYear2100) return false;
+  while (nfrac < 3) {
+    frac *= 10;
+    ++nfrac;
+  }
+  while (nfrac > 3) {
+    frac /= 10;
+    --nfrac;
+  }
+  *out = whole * 1000 + frac;
+  c = t;
+  return true;
+}
+
 // After a syslog-style time: "host tag: " then maybe "[ 1234.5] ". A tag other
 // than kernel means the line was logged by a program, not the kernel.
 void ReadHostTag(Cursor& c, LinePrefix* p) {
@@ -303,7 +327,8 @@ LinePrefix ParseLinePrefix(std::string_view prefix, const PrefixContext& ctx,
         c = t;
       }
     }
-  } else if (ReadIso(c, local, &wall) || ReadSyslogShort(c, ctx, local, &wall)) {
+  } else if (ReadIso(c, local, &wall) || ReadSyslogShort(c, ctx, local, &wall) ||
+             ReadEpochSeconds(c, &wall)) {
     p.time_unix_ms = wall;
     ReadHostTag(c, &p);
   } else {

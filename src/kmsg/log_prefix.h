@@ -1,6 +1,7 @@
 // The part of a kernel-log line before the message: the timestamp forms of
 // dmesg, dmesg -T, syslog/journald "short", ISO-8601 (rsyslog, dmesg
-// --time-format iso, journalctl -o short-iso) and /dev/kmsg records.
+// --time-format iso, journalctl -o short-iso), epoch seconds (journalctl -o
+// short-unix) and /dev/kmsg records.
 #ifndef GPUWARDEN_KMSG_LOG_PREFIX_H_
 #define GPUWARDEN_KMSG_LOG_PREFIX_H_
 

@@ -42,6 +42,17 @@ TEST(KmsgLinePrefix, Iso) {
   EXPECT_EQ(P("2024-08-30 11:43:09 host kernel: ").time_unix_ms, 1725018189000);  // Local = UTC.
 }
 
+// journalctl -o short-unix: seconds since the epoch, with a fraction.
+TEST(KmsgLinePrefix, EpochSeconds) {
+  auto p = P("1725018189.250000 host kernel: ");
+  EXPECT_EQ(p.time_unix_ms, 1725018189250);
+  EXPECT_TRUE(p.from_kernel);
+  EXPECT_EQ(P("1725018189.5 host kernel: ").time_unix_ms, 1725018189500);
+  EXPECT_FALSE(P("1725018189.5 host sshd[42]: ").from_kernel);
+  EXPECT_FALSE(P("1725018189 host kernel: ").time_unix_ms);    // No fraction: not a stamp.
+  EXPECT_FALSE(P("12345.678901 host kernel: ").time_unix_ms);  // Not a plausible date.
+}
+
 TEST(KmsgLinePrefix, SyslogYearInference) {
   EXPECT_EQ(P("Aug 30 11:43:09 host kernel: ").time_unix_ms, 1725018189000);  // Read in 2025-06.
   // New Year: "Dec 31" read on 2025-01-02 is 2024; "Jan  1" read then is 2025.

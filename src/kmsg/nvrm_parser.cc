@@ -1,5 +1,7 @@
 #include "kmsg/nvrm_parser.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -127,6 +129,7 @@ KernelEvent NvrmParser::NewEvent(const char* kind, const Times& t, std::string_v
 
 void NvrmParser::Emit(KernelEvent ev) {
   seen_in_boot_ = true;
+  boot_marked_ = false;
   ++stats_.events;
   events_.push_back(std::move(ev));
 }
@@ -173,6 +176,14 @@ void NvrmParser::ProcessTextLine(std::string_view line, size_t hit) {
   if (line.size() > kMaxLineBytes) {
     line = line.substr(0, kMaxLineBytes);
     ++stats_.truncated_lines;
+  }
+  if (line[hit] == '-') {
+    // A journal marker counts only as a whole line; elsewhere it is prose,
+    // and an NVRM message later on the line is still looked at.
+    if (Trim(line.substr(0, hit)).empty() && options_.boot_id.empty()) {
+      HandleJournalMarker(Trim(line.substr(hit)), Times{}, line);
+      return;
+    }
   }
   size_t nv = line.find("NVRM:", hit);
   size_t lv = line.find("Linux version ", hit);
@@ -276,12 +287,47 @@ void NvrmParser::HandleBoot(std::string_view body, const Times& t, std::string_v
     v = v.substr(0, v.find(' '));
     detail = "Linux version " + std::string(v.substr(0, 128));
   }
+  StartBoot(t, raw, std::move(detail), /*from_marker=*/false);
+}
+
+void NvrmParser::HandleJournalMarker(std::string_view line, const Times& t, std::string_view raw) {
+  std::string detail;
+  if (StartsWith(line, "-- Boot ")) {
+    std::string_view id = line.substr(8);
+    id = id.substr(0, id.find(' '));
+    const bool hex =
+        !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+          return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+        });
+    if (!hex) return;
+    detail = "journal boot " + std::string(id);
+  } else if (StartsWith(line, "-- Reboot --")) {
+    detail = "journal reboot marker";
+  } else {
+    return;
+  }
+  StartBoot(t, raw, std::move(detail), /*from_marker=*/true);
+}
+
+void NvrmParser::StartBoot(const Times& t, std::string_view raw, std::string detail,
+                           bool from_marker) {
   FlushPending();
-  if (options_.boot_id.empty() && journal_boot_id_.empty() && seen_in_boot_) ++boot_index_;
   last_monotonic_ = t.monotonic_s;
+  if (boot_marked_ && !from_marker) {
+    // journalctl prints the marker, then the boot's first lines: one boot.
+    boot_marked_ = false;
+    if (!events_.empty() && events_.back().kind == kKindBoot) {
+      events_.back().detail += "; " + detail;
+      if (!events_.back().time_unix_ms) events_.back().time_unix_ms = t.time_unix_ms;
+      if (!events_.back().monotonic_s) events_.back().monotonic_s = t.monotonic_s;
+    }
+    return;
+  }
+  if (options_.boot_id.empty() && journal_boot_id_.empty() && seen_in_boot_) ++boot_index_;
   KernelEvent ev = NewEvent(kKindBoot, t, raw);
   ev.detail = std::move(detail);
   Emit(std::move(ev));
+  boot_marked_ = from_marker;
 }
 
 void NvrmParser::HandleBody(std::string_view body, const Times& t, std::string_view raw) {

@@ -17,10 +17,13 @@
 // unknown NVRM forms are skipped (ParseStats::unrecognised_lines). Nothing
 // throws.
 //
-// Boots: a `Linux version` line, or (in text) a kernel timestamp that goes
-// back by more than a second, starts a new boot: an event of kind "boot" is
-// emitted and later events carry the new boot_id ("<boot_prefix>#<n>"), unless
-// ParseOptions::boot_id pins the one boot the text belongs to (/dev/kmsg).
+// Boots: a `Linux version` line, journalctl's "-- Boot <id> --" or
+// "-- Reboot --" line (they survive `-p warning`, which drops the banner), or
+// (in text) a kernel timestamp that goes back by more than a second, starts a
+// new boot: an event of kind "boot" is emitted and later events carry the new
+// boot_id ("<boot_prefix>#<n>"), unless ParseOptions::boot_id pins the one
+// boot the text belongs to (/dev/kmsg). A banner or a clock going back right
+// after a marker belongs to the boot the marker opened.
 #ifndef GPUWARDEN_KMSG_NVRM_PARSER_H_
 #define GPUWARDEN_KMSG_NVRM_PARSER_H_
 
@@ -115,6 +118,11 @@ class NvrmParser {
   void HandleBody(std::string_view body, const Times& t, std::string_view raw);
   bool TryContinuation(std::string_view body, std::string_view raw);
   void HandleBoot(std::string_view body, const Times& t, std::string_view raw, bool inferred);
+  // "-- Boot <id> --" / "-- Reboot --" at the start of a line (journalctl).
+  void HandleJournalMarker(std::string_view line, const Times& t, std::string_view raw);
+  // Starts a new boot with a "boot" event saying why; a `Linux version` line
+  // or a clock going back right after a journal marker is the same boot.
+  void StartBoot(const Times& t, std::string_view raw, std::string detail, bool from_marker);
   void HandleXid(std::string_view rest, const Times& t, std::string_view raw);
   void HandleGpuMessage(std::string_view body, const Times& t, std::string_view raw,
                         const std::string& rm_reason);
@@ -133,6 +141,7 @@ class NvrmParser {
   // Boots (text mode).
   unsigned boot_index_ = 0;
   bool seen_in_boot_ = false;
+  bool boot_marked_ = false;  // The last event is the boot a journal marker opened.
   Opt<double> last_monotonic_;
   std::string journal_boot_id_;  // Boot of the journal entry being fed.
 

@@ -543,6 +543,33 @@ TEST(NvrmBoots, LinuxVersionAndClockGoingBack) {
   EXPECT_EQ(ev[5].boot_id, "file#2");
 }
 
+// journalctl -k -b all -p warning drops the banner; its "-- Boot <id> --"
+// and "-- Reboot --" lines still part the boots. A banner (or the kernel's
+// first lines) right after a marker is the boot the marker opened.
+TEST(NvrmBoots, JournalMarkersPartBoots) {
+  auto ev = Parse(
+      "-- Logs begin at Mon 2026-03-02 08:00:00 UTC, end at Tue 2026-03-10 14:30:00 UTC. --\n"
+      "Mar 06 14:30:00 gpu-n07 kernel: NVRM: Xid (PCI:0000:18:00): 48, pid=1, name=a, DBE\n"
+      "-- Boot 9e01b2c3d4e5f60718293a4b5c6d7e8f --\n"
+      "Mar 09 08:00:00 gpu-n07 kernel: Linux version 6.1.0-18-amd64 (debian-kernel@lists) #1\n"
+      "Mar 10 14:00:00 gpu-n07 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid=2, name=b, x\n"
+      "-- Reboot --\n"
+      "Mar 10 14:20:00 gpu-n07 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid=3, name=c, x\n"
+      "Mar 10 14:21:00 gpu-n07 kernel: NVRM: note -- Boot ff -- in prose is not a marker\n");
+  ASSERT_GE(ev.size(), 5u);
+  EXPECT_EQ(ev[0].kind, "xid");
+  EXPECT_EQ(ev[0].boot_id, "file#0");
+  EXPECT_EQ(ev[1].kind, "boot");
+  EXPECT_EQ(ev[1].boot_id, "file#1");
+  EXPECT_EQ(ev[1].detail,
+            "journal boot 9e01b2c3d4e5f60718293a4b5c6d7e8f; Linux version 6.1.0-18-amd64");
+  EXPECT_EQ(ev[2].boot_id, "file#1");  // The banner did not start another boot.
+  EXPECT_EQ(ev[3].kind, "boot");
+  EXPECT_EQ(ev[3].detail, "journal reboot marker");
+  EXPECT_EQ(ev[4].boot_id, "file#2");
+  for (size_t i = 5; i < ev.size(); ++i) EXPECT_NE(ev[i].kind, "boot");
+}
+
 TEST(NvrmBoots, PinnedBootIdIsNotCounted) {
   ParseOptions o;
   o.boot_id = "0123456789abcdef0123456789abcdef";

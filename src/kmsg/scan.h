@@ -8,8 +8,9 @@
 
 namespace gw::kmsg::internal {
 
-// Returns the offset of the first occurrence, at or after `from`, of "NVRM" or
-// "Linux version" in `text`; text.size() when there is none. Runs at memory
+// Returns the offset of the first occurrence, at or after `from`, of "NVRM",
+// "Linux version", "-- Boot " or "-- Reboot --" (journalctl's lines between
+// boots) in `text`; text.size() when there is none. Runs at memory
 // speed (SIMD on x86-64, memmem elsewhere); never reads outside `text`.
 size_t FindCandidate(std::string_view text, size_t from);
 
