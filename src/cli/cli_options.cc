@@ -33,11 +33,19 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+const CLI::Validator& NonEmpty() {
+  static const CLI::Validator kNonEmpty(
+      [](std::string& value) { return value.empty() ? std::string("empty value") : std::string(); },
+      "", "NONEMPTY");
+  return kNonEmpty;
+}
+
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket) {
   app.add_option(std::string(kValueOptions[0]), global.sim_scenario,
                  "Read GPUs from gpuwarden's simulated NVML driven by this scenario file "
                  "(see docs/scenarios.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmpty());
   app.add_option(std::string(kValueOptions[1]), global.timeout_s,
                  "Deadline in seconds for one probe of the driver; a driver that does not "
                  "answer in time is reported as not responding")
@@ -54,14 +62,17 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
   app.add_option(std::string(kValueOptions[3]), global.proc_root,
                  "Where the host's /proc is mounted (e.g. inside a container)")
       ->type_name("DIR")
+      ->check(NonEmpty())
       ->capture_default_str();
   app.add_option(std::string(kValueOptions[4]), global.dev_dir, "Where the NVIDIA device files are")
       ->type_name("DIR")
+      ->check(NonEmpty())
       ->capture_default_str();
   app.add_option(std::string(kValueOptions[5]), socket,
                  "gpuwardend's socket (default: $GPUWARDEN_SOCKET, else the system daemon's, "
                  "else your personal one)")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(NonEmpty());
 }
 
 void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
@@ -73,13 +84,15 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
   run->add_option("--vram", run_args.vram,
                   "GPU memory it needs on each GPU, e.g. 20G (without it: a whole GPU, at least "
                   "90 % free)")
-      ->type_name("SIZE");
+      ->type_name("SIZE")
+      ->check(NonEmpty());
   run->add_option("--max-util", run_args.max_util, "Only GPUs at most this busy (%)")
       ->type_name("PCT");
   run->add_option("--priority", run_args.priority, "Higher starts first (above 0: root only)");
   run->add_option("--window", run_args.window,
                   "Start only inside this daily window, e.g. 22:00-07:00")
-      ->type_name("HH:MM-HH:MM");
+      ->type_name("HH:MM-HH:MM")
+      ->check(NonEmpty());
   // A string, joined over repeats: a list option would take the `--` that
   // starts the command as the end of its own values.
   run->add_option("--after", run_args.after,
@@ -90,7 +103,8 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
   run->add_flag("--nvlink", run_args.nvlink, "Multi-GPU: only NVLink-joined GPUs");
   run->add_option("--name", run_args.name, "A name for the job");
   run->add_option("--time-limit", run_args.time_limit, "Stop it after this long, e.g. 4h")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(NonEmpty());
   run->add_flag("--preemptible", run_args.preemptible,
                 "A higher-priority job may stop it (SIGTERM, grace, SIGKILL) and requeue it");
   run->add_flag("--wait", run_args.wait,

@@ -26,6 +26,10 @@ namespace gw::cli {
 inline constexpr const char* kDescription =
     "gpuwarden — who holds which GPU on a shared server, and why it is busy.\n";
 
+// For an option whose empty value would read as "not given" (--need '',
+// --since '', --kernel-log ''): an empty value is a usage error, named.
+const CLI::Validator& NonEmpty();
+
 // --sim, --timeout, --color, --proc-root, --dev-dir and --socket.
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket);
 

@@ -57,16 +57,19 @@ int Main(int argc, char** argv) {
         ->capture_default_str();
     cmd->add_option("--from", judge.from,
                     "Judge an `nvidia-smi -q -x` dump instead of the live server")
-        ->type_name("FILE");
+        ->type_name("FILE")
+        ->check(gw::cli::NonEmpty());
     cmd->add_option("--kernel-log", judge.kernel_log,
                     "Read NVRM events from this file (dmesg, kern.log, journal export; .gz ok) "
                     "instead of the system's kernel log")
-        ->type_name("FILE");
+        ->type_name("FILE")
+        ->check(gw::cli::NonEmpty());
     cmd->add_flag("--no-kernel-log", judge.no_kernel_log, "Do not read the kernel log");
     cmd->add_option("--since", judge.since,
                     "Judge only kernel-log events newer than this before the snapshot, e.g. "
                     "2h, 30m, 7d")
-        ->type_name("DURATION");
+        ->type_name("DURATION")
+        ->check(gw::cli::NonEmpty());
   };
 
   gw::cli::WhyArgs why_args;
@@ -75,7 +78,8 @@ int Main(int argc, char** argv) {
   add_judge_options(why, why_args.judge);
   why->add_option("--need", why_args.judge.need,
                   "Can a job needing this start now? e.g. 20G, 2x24G, 4x40G")
-      ->type_name("SPEC");
+      ->type_name("SPEC")
+      ->check(gw::cli::NonEmpty());
   why->add_flag("--nvlink", why_args.judge.nvlink, "The --need GPUs must be joined by NVLink");
   why->add_option("--idle-for", why_args.judge.idle_min_age_s,
                   "A holder at 0 % SM counts as idle once it has lived this long (seconds; "
@@ -100,9 +104,11 @@ int Main(int argc, char** argv) {
   events
       ->add_option("--kernel-log", events_args.kernel_log,
                    "Read this file instead of the system's kernel log")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(gw::cli::NonEmpty());
   events->add_option("--since", events_args.since, "Only events newer than this, e.g. 2h, 30m")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(gw::cli::NonEmpty());
   events->add_flag("--json", events_args.json, "Machine-readable output (schema: docs/json.md)");
 
   // clean and kill share one safe path and most options.

@@ -107,6 +107,30 @@ TEST(BadInputE2e, BadFlagsAreUsageErrors) {
   EXPECT_EQ(RunProcess(Gpuwarden({}), NoLibOverride()).exit_code, 2);
 }
 
+// An empty value would otherwise read as "not given": `why --need ''` would
+// answer without the need, with exit 0.
+TEST(BadInputE2e, EmptyValuesAreUsageErrorsNamingTheOption) {
+  const std::string dump = std::string(GW_SOURCE_DIR) + "/tests/corpus/demo-lab-8x-a100/dump.xml";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"why", "--from", dump, "--need", ""},
+           {"why", "--from", dump, "--since", ""},
+           {"health", "--from", dump, "--kernel-log", ""},
+           {"why", "--from", ""},
+           {"events", "--kernel-log", ""},
+           {"--sim", "", "status"},
+           {"run", "--vram", "", "--", "/bin/true"},
+       }) {
+    const RunResult r = RunProcess(Gpuwarden(args), NoLibOverride());
+    std::string option;
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i + 1].empty()) option = args[i];
+    }
+    SCOPED_TRACE(option);
+    ExpectOneLineError(r, 2, option + ": empty value");
+    EXPECT_EQ(r.out, "");  // No verdict on bad input.
+  }
+}
+
 TEST(BadInputE2e, HelpDocumentsExitCodes) {
   RunResult r = RunProcess(Gpuwarden({"--help"}), NoLibOverride());
   EXPECT_EQ(r.exit_code, 0);
