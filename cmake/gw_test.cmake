@@ -13,15 +13,23 @@ function(gw_use_test_paths target)
   target_compile_options(${target} PRIVATE -include ${GW_TEST_PATHS_HEADER})
 endfunction()
 
+# WHOLE: the executable is one ctest case instead of one per TEST, for a
+# binary whose tests share something expensive started once per process (a
+# ::testing::Environment, such as the Slurm test cluster).
 function(gw_add_test name)
   if(NOT GW_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "WHOLE" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
   gw_use_test_paths(${name})
   # Generous: the suite also runs under ASan on two slow cores, and the queue's
   # crash-safety test loops through 20+ daemon restarts.
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
+  if(T_WHOLE)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
+  endif()
 endfunction()

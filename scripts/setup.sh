@@ -9,6 +9,9 @@ packages=(
   libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev psmisc procps tmux
+  # A real Slurm for the cluster tests (tests/e2e/slurm_cluster.h): the controller, the node
+  # daemon, the clients and munge, all started by the tests themselves.
+  munge slurmctld slurmd slurm-client
 )
 
 missing=()

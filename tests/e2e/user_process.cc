@@ -103,6 +103,15 @@ TestChild::TestChild(const std::vector<std::string>& argv, const Options& option
   RunOptions identity;
   identity.uid = options.uid;
   identity.gid = options.gid;
+  identity.env = options.env;
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (!options.env.empty()) {
+    env_strings = ChildEnvironment(identity);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  const char* output = options.output ? options.output->c_str() : nullptr;
   if (options.pid) {
     // A raw clone3 is a fork that may name the new PID.
     pid_t wanted = *options.pid;
@@ -125,7 +134,14 @@ TestChild::TestChild(const std::vector<std::string>& argv, const Options& option
     if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0) {
       _exit(127);
     }
-    // stderr stays the test's: an exec failure is then visible in its log.
+    // Without `output`, stderr stays the test's: an exec failure is then
+    // visible in its log.
+    if (output != nullptr) {
+      int out_fd = open(output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (out_fd < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0) {
+        _exit(127);
+      }
+    }
     if (!AssumeIdentity(identity)) _exit(126);
     for (auto& w : worker_args) {
       if (fork() == 0) {
@@ -133,7 +149,11 @@ TestChild::TestChild(const std::vector<std::string>& argv, const Options& option
         _exit(127);
       }
     }
-    execv(args[0], args.data());
+    if (envp.empty()) {
+      execv(args[0], args.data());
+    } else {
+      execve(args[0], args.data(), envp.data());
+    }
     _exit(127);
   }
   // Also in the parent, so that the group exists before anyone looks.
@@ -207,14 +227,14 @@ std::optional<uid_t> ProcessUid(pid_t pid) {
   return std::nullopt;
 }
 
-bool WaitUntil(const std::function<bool()>& condition, double timeout_s) {
+bool WaitUntil(const std::function<bool()>& condition, double timeout_s, double interval_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s));
   while (true) {
     if (condition()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
   }
 }
 

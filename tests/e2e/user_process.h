@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ class TestChild {
     // 5.5). When that fails, pid() is -1 and start_error() says why (EEXIST:
     // the PID is in use).
     std::optional<pid_t> pid;
+    // Variables to set (value) or remove (nullopt) in the child's environment
+    // (ChildEnvironment); empty: the test's own.
+    std::map<std::string, std::optional<std::string>> env;
+    // stdout and stderr appended to this file (created 0644) instead of
+    // stdout on /dev/null and stderr the test's: for daemons that log there.
+    std::optional<std::string> output;
   };
   // argv[0] must be an absolute path; exec'd directly with stdin, stdout and
   // stderr on /dev/null.
@@ -122,8 +129,10 @@ std::string CommOf(pid_t pid);
 // CONFIG_PROC_CHILDREN).
 std::vector<pid_t> ChildrenOf(pid_t parent);
 
-// Polls `condition` every 10 ms until it holds (true) or timeout_s passes (false).
-bool WaitUntil(const std::function<bool()>& condition, double timeout_s);
+// Polls `condition` every interval_s (10 ms) until it holds (true) or
+// timeout_s passes (false). A longer interval for conditions that run a
+// program each time.
+bool WaitUntil(const std::function<bool()>& condition, double timeout_s, double interval_s = 0.01);
 
 }  // namespace gw::test
 
