@@ -255,7 +255,7 @@ Result<JobState> JobTable::Control(JobId id, const std::string& op, uid_t caller
       // Its supervisor stops it and records the end; nothing to store now,
       // so a cancel works even while the store refuses writes.
       StopJob(active_.at(id), "cancelled");
-      schedule_needed_ = true;
+      AskPassNow();
       return before;
     }
     job.state = JobState::kCancelled;
@@ -277,7 +277,7 @@ Result<JobState> JobTable::Control(JobId id, const std::string& op, uid_t caller
   } else {
     active_[id] = job;
   }
-  schedule_needed_ = true;
+  AskPassNow();
   return job.state;
 }
 
@@ -341,7 +341,7 @@ void JobTable::Finish(JobId id, const std::string& stop_reason) {
   if (it == active_.end()) return;
   job_pids_stale_ = true;
   look_requested_ = true;
-  schedule_needed_ = true;
+  AskPassNow();
   EndDecision d =
       DecideEnd(it->second, parts_.supervisors.ReadExit(it->second),
                 parts_.supervisors.ReadLaunch(it->second), stop_reason, parts_.clock.NowUnixMs());
@@ -432,7 +432,7 @@ Status JobTable::Recover() {
         break;
     }
   }
-  schedule_needed_ = true;
+  AskPassNow();
   return Status::Ok();
 }
 
@@ -504,7 +504,7 @@ void JobTable::OnSnapshot(Snapshot s, bool full) {
   NoteGpuErrors(s);
   LearnJobPids();
   const uint64_t fingerprint = DecisionFingerprint(s);
-  if (full || fingerprint != fingerprint_) schedule_needed_ = true;
+  if (full || fingerprint != fingerprint_) AskPassNow();
   fingerprint_ = fingerprint;
   if (full) {
     history_.push_back(s);
@@ -586,7 +586,7 @@ void JobTable::Tick() {
 
 std::optional<int64_t> JobTable::NextPassMs() const {
   if (!schedule_needed_ || !latest_) return std::nullopt;
-  if (!last_pass_ms_) return std::numeric_limits<int64_t>::min();
+  if (!last_pass_ms_ || pass_now_) return std::numeric_limits<int64_t>::min();
   return *last_pass_ms_ + o_.min_pass_interval_ms;
 }
 
@@ -596,6 +596,7 @@ void JobTable::RunPendingPass() {
 
 void JobTable::Schedule() {
   schedule_needed_ = false;
+  pass_now_ = false;
   last_pass_ms_ = parts_.clock.MonotonicMs();
   QueueView view;
   view.now_unix_ms = parts_.clock.NowUnixMs();

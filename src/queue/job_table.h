@@ -57,10 +57,11 @@ struct JobTableOptions {
   bool vram_guard_stop = true;
   // How often progress that could not be stored is written again.
   int64_t retry_interval_ms = 1000;
-  // At most one placement pass per this many ms: a pass costs time in
-  // proportion to the waiting jobs, so a stream of submits pays for one pass
-  // every few ms instead of one each. A pass asked for after a quiet spell
-  // runs at once, so a lone submit or a job's end is not delayed.
+  // At most one placement pass per this many ms for submits: a pass costs
+  // time in proportion to the waiting jobs, so a stream of submits pays for
+  // one pass every few ms instead of one each. A submit after a quiet spell
+  // is placed at once, and so is everything a job's end, a control request
+  // or a changed look at the GPUs asks for.
   int64_t min_pass_interval_ms = kDefaultMinPassIntervalMs;
   static constexpr int64_t kDefaultMinPassIntervalMs = 5;
 };
@@ -190,7 +191,13 @@ class JobTable {
   std::optional<Degraded> storage_degraded_;  // Set while a write failed.
   std::optional<Degraded> gpus_degraded_;
   int64_t next_retry_ms_ = 0;  // Monotonic.
+  // A pass is asked for. Submits ask for one that may wait for
+  // min_pass_interval_ms; a job's end, a control request or a changed look
+  // at the GPUs ask for one at once (pass_now_), so a GPU that frees is
+  // handed over without waiting.
   bool schedule_needed_ = false;
+  bool pass_now_ = false;
+  void AskPassNow() { schedule_needed_ = pass_now_ = true; }
   std::optional<int64_t> last_pass_ms_;  // Monotonic; for min_pass_interval_ms.
   bool look_requested_ = false;
   std::optional<Snapshot> latest_;

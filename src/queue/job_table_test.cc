@@ -190,8 +190,15 @@ TEST_F(JobTableTest, PassesAreSpacedOutWhileRequestsStreamAndALoneOneRunsAtOnce)
   // A question about the queue does not wait: the pass runs before it is answered.
   const JobId third = SubmitOk(NewJob());
   table_->RunPendingPass();
-  EXPECT_TRUE(table_->Position(third).has_value());
+  EXPECT_TRUE(table_->Position(third).has_value());  // Both GPUs are taken: it waits.
   EXPECT_FALSE(table_->NextPassMs().has_value());
+
+  // A job's end right after that pass is handed over at once.
+  sup_.End(first, FakeSupervisors::Exited(0));
+  DeliverEnds();
+  table_->Tick();  // 0 ms after the last pass.
+  EXPECT_EQ(sup_.Count("Launch"), 3);
+  EXPECT_EQ(Live(third).state, JobState::kRunning);
 }
 
 TEST_F(JobTableTest, APreemptedJobGoesBackToTheQueueAndRunsAgainUnderANewRun) {
