@@ -267,5 +267,23 @@ TEST(NeedUncheckedTest, UnhealthyGpuIsNotOffered) {
   EXPECT_THAT(Find(two, "NEED_UNSATISFIABLE")->message, HasSubstr("GPU 0 (unhealthy)"));
 }
 
+// A GPU unreachable because it is lost is broken, not unread: a need that
+// would take it waits on a fault (FAULT), not on a look (UNKNOWN).
+TEST(NeedUncheckedTest, ALostGpuIsAFaultNotAnUnreadGpu) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 1)->unreachable = ProbeError{"nvml", "gpu_lost", "GPU is lost", 1u, 15};
+  DiagnoseOptions o;
+  o.need = *ParseNeed("2x10G");
+  const Diagnosis d = Diagnose(std::span<const Snapshot>(&s, 1), o);
+  EXPECT_EQ(d.server, Verdict::kFault) << d.summary;
+  const std::vector<Finding> findings = RunOne(s, o);
+  ASSERT_EQ(Count(findings, "NEED_UNSATISFIABLE"), 1u);
+  EXPECT_EQ(Count(findings, "NEED_UNCHECKED"), 0u);
+  // A GPU nobody could read stays "cannot be checked".
+  Snapshot unread = HealthyServer(2);
+  GpuAt(unread, 1)->unreachable = ProbeError{"nvml", "no_permission", "denied", 1u, 4};
+  EXPECT_EQ(Count(RunOne(unread, o), "NEED_UNCHECKED"), 1u);
+}
+
 }  // namespace
 }  // namespace gw::diagnose

@@ -317,7 +317,8 @@ std::string UnreadReason(const Gpu& gpu, bool probe_timed_out) {
   }
   if (nothing) return "NVML answered nothing about it";
   if (UsageUnread(gpu)) return "NVML gave neither its memory nor its utilisation";
-  return "NVML did not give its memory";
+  if (!gpu.memory.total_bytes || !gpu.memory.used_bytes) return "NVML did not give its memory";
+  return "NVML did not give its utilisation";
 }
 
 bool About(const Finding& finding, unsigned gpu) {

@@ -1,10 +1,12 @@
 // Capacity rules: is memory or compute short, and can a stated need be placed.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "diagnose/health.h"
 #include "diagnose/placement.h"
 #include "diagnose/rule_context.h"
 
@@ -263,16 +265,25 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
     }
     case PlacementOutcome::kUnusable: {
       // Only unreadable GPUs in the way: it cannot be checked (UNKNOWN);
-      // otherwise name the GPUs that cannot take work.
+      // otherwise name the GPUs that cannot take work. A GPU unreachable
+      // because it is known broken (lost, fallen off the bus) is not
+      // "unread": the need waits on a fault.
+      const std::map<unsigned, std::string> unhealthy = UnhealthyGpus(out);
       std::string bad;
       bool unread = true;
       for (unsigned g : p.unusable) {
         auto room = std::find_if(rooms.begin(), rooms.end(),
                                  [&](const GpuRoom& r) { return r.index == g; });
-        unread = unread && (room->block == placement::Block::kUnreachable ||
-                            room->block == placement::Block::kMemoryUnknown);
+        const auto sick = unhealthy.find(g);
+        unread = unread && sick == unhealthy.end() &&
+                 (room->block == placement::Block::kUnreachable ||
+                  room->block == placement::Block::kMemoryUnknown);
         if (!bad.empty()) bad += ", ";
-        bad += fmt::format("GPU {} ({})", g, placement::BlockText(room->block));
+        // Why an unreachable GPU is not merely unread: its finding.
+        const bool why_sick =
+            sick != unhealthy.end() && room->block != placement::Block::kUnhealthy;
+        bad += fmt::format("GPU {} ({}{}{})", g, placement::BlockText(room->block),
+                           why_sick ? ": " : "", why_sick ? sick->second : "");
       }
       f = unread ? MakeFinding("NEED_UNCHECKED", {}, {},
                                fmt::format("Your need {} cannot be checked: it would need GPUs "

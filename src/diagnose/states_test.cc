@@ -128,6 +128,19 @@ TEST(GpuStateTest, UsageUnreadIsUnknownWhateverElseReads) {
   EXPECT_THAT(At(dm, 1).line, HasSubstr("did not give its memory"));
 }
 
+// Free means seen idle: an unread utilisation (a broken field) is not 0 %.
+// Under MIG the whole GPU reports none by design; memory and processes decide.
+TEST(GpuStateTest, FreeNeedsTheUtilisationSeenUnlessMig) {
+  Snapshot s = HealthyServer(2);
+  GpuAt(s, 0)->utilization_gpu_pct.reset();
+  GpuAt(s, 1)->utilization_gpu_pct.reset();
+  GpuAt(s, 1)->mig_mode_current = true;
+  const Diagnosis d = DiagnoseOne(s);
+  EXPECT_EQ(At(d, 0).state, GpuState::kUnknown);
+  EXPECT_THAT(At(d, 0).line, HasSubstr("did not give its utilisation"));
+  EXPECT_EQ(At(d, 1).state, GpuState::kFree);
+}
+
 TEST(GpuStateTest, IdleHolderMakesItReclaimableOnlyWhenItFillsTheGpu) {
   Snapshot s = HealthyServer(2);
   AddProcess(s, {.pid = 100, .gpu = 0, .bytes = 78 * kGiB, .sm = 0, .age_s = 86400});

@@ -370,7 +370,12 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
           gpu.utilization_gpu_pct && *gpu.utilization_gpu_pct > options.idle_util_max_pct;
       const bool work_seen = internal::HasComputeProcess(gpu) || computes ||
                              !internal::MemoryEssentiallyFree(gpu, options);
-      v.state = work_seen ? GpuState::kInUse : GpuState::kFree;
+      // "Free" needs the utilisation seen idle: unknown is not zero. Under
+      // MIG the whole GPU reports none by design, and its memory and
+      // processes say it all.
+      const bool idle_known =
+          gpu.utilization_gpu_pct.has_value() || gpu.mig_mode_current.value_or(false);
+      v.state = work_seen ? GpuState::kInUse : idle_known ? GpuState::kFree : GpuState::kUnknown;
     }
     switch (v.state) {
       case GpuState::kFault:

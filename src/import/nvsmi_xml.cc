@@ -13,6 +13,7 @@
 
 #include <pugixml.hpp>
 
+#include "core/units.h"
 #include "import/nvsmi_values.h"
 #include "os/file_io.h"
 
@@ -24,6 +25,8 @@ constexpr char kRootName[] = "nvidia_smi_log";
 // NVML enumerates far fewer; the cap keeps a hostile file from turning a few
 // bytes per <gpu/> into a large Gpu each.
 constexpr unsigned kMaxGpus = 4096;
+// What a GPU's sensor can report; a value outside is a broken field.
+constexpr int64_t kMinCelsius = -40, kMaxCelsius = 200;
 
 // ---------------------------------------------------------------------------
 // Odd values met while reading one GPU (or the top of the file).
@@ -165,6 +168,25 @@ class Reader {
         *value < std::numeric_limits<int>::min()) {
       return Unexpected<int>(path, *text);
     }
+    return static_cast<int>(*value);
+  }
+
+  // A percentage: 0..100, else not understood (a reading of 250 % is not a
+  // busy GPU but a broken field).
+  std::optional<unsigned> Percent(std::string_view path) {
+    auto text = Text(path);
+    if (!text) return std::nullopt;
+    auto value = ParseUnsignedWithUnit(*text, "%");
+    if (!value || *value > 100) return Unexpected<unsigned>(path, *text);
+    return static_cast<unsigned>(*value);
+  }
+
+  // A GPU temperature in C, within what a sensor can report (-40..200).
+  std::optional<int> Celsius(std::string_view path) {
+    auto text = Text(path);
+    if (!text) return std::nullopt;
+    auto value = ParseSignedWithUnit(*text, "C");
+    if (!value || *value < kMinCelsius || *value > kMaxCelsius) return Unexpected<int>(path, *text);
     return static_cast<int>(*value);
   }
 
@@ -452,14 +474,27 @@ Gpu ReadGpu(pugi::xml_node node, unsigned index, IssueLog* log) {
   gpu.memory.reserved_bytes = r.Memory("fb_memory_usage/reserved");
   gpu.memory.used_bytes = r.Memory("fb_memory_usage/used");
   gpu.memory.free_bytes = r.Memory("fb_memory_usage/free");
+  if (const MemoryInfo& m = gpu.memory;
+      m.total_bytes && m.used_bytes &&
+      (*m.used_bytes > *m.total_bytes ||
+       m.reserved_bytes.value_or(0) > *m.total_bytes - *m.used_bytes)) {
+    // More in use than the GPU has: no reading of this memory can be
+    // trusted (a damaged or hand-edited dump), so none is used.
+    r.Unexpected<uint64_t>("fb_memory_usage/used", FormatBytes(*m.used_bytes) + " used (+ " +
+                                                       FormatBytes(m.reserved_bytes.value_or(0)) +
+                                                       " reserved) of " +
+                                                       FormatBytes(*m.total_bytes) + " in total");
+    gpu.memory.used_bytes.reset();
+    gpu.memory.free_bytes.reset();
+  }
 
-  gpu.utilization_gpu_pct = r.Unsigned<unsigned>("utilization/gpu_util", "%");
-  gpu.utilization_memory_pct = r.Unsigned<unsigned>("utilization/memory_util", "%");
+  gpu.utilization_gpu_pct = r.Percent("utilization/gpu_util");
+  gpu.utilization_memory_pct = r.Percent("utilization/memory_util");
 
-  gpu.temperature_c = r.Signed("temperature/gpu_temp", "C");
-  gpu.temperature_slowdown_c = r.Signed("temperature/gpu_temp_slow_threshold", "C");
-  gpu.temperature_shutdown_c = r.Signed("temperature/gpu_temp_max_threshold", "C");
-  gpu.fan_speed_pct = r.Unsigned<unsigned>("fan_speed", "%");
+  gpu.temperature_c = r.Celsius("temperature/gpu_temp");
+  gpu.temperature_slowdown_c = r.Celsius("temperature/gpu_temp_slow_threshold");
+  gpu.temperature_shutdown_c = r.Celsius("temperature/gpu_temp_max_threshold");
+  gpu.fan_speed_pct = r.Percent("fan_speed");
 
   // Renamed at R535: power_readings -> gpu_power_readings (+ module/memory readings).
   const bool v12_power = static_cast<bool>(node.child("gpu_power_readings"));
@@ -683,6 +718,18 @@ Result<Snapshot> ParseChecked(std::string_view xml, const std::string& name, uin
   if (!parsed) return ParseFailure(xml, name, parsed);
 
   pugi::xml_node root = doc.document_element();
+  // `nvidia-smi -q -x >> FILE` appends dump after dump; judging the first
+  // would give a confident verdict of an old moment.
+  size_t roots = 0;
+  for (pugi::xml_node n = doc.first_child(); n; n = n.next_sibling()) {
+    roots += n.type() == pugi::node_element ? 1 : 0;
+  }
+  if (roots > 1) {
+    return MakeError("not_one_dump",
+                     name + ": holds " + std::to_string(roots) +
+                         " XML documents one after another (dumps appended with >>?); give one "
+                         "`nvidia-smi -q -x` dump");
+  }
   if (std::string_view(root.name()) != kRootName) {
     return MakeError("not_nvidia_smi",
                      name + ": XML root element is " +
@@ -710,6 +757,14 @@ Result<Snapshot> ParseChecked(std::string_view xml, const std::string& name, uin
     } else {
       top.Unexpected<int64_t>("timestamp", *stamp);  // time_unix_ms stays 0 = unknown.
     }
+  } else {
+    ProbeError error;
+    error.source = kSource;
+    error.code = "no_timestamp";
+    error.message = name +
+                    ": no <timestamp>: the dump's time is unknown, so the age of kernel-log "
+                    "events cannot be judged against it";
+    snapshot.errors.push_back(std::move(error));
   }
   (void)top_log.AppendTo(&snapshot.errors, std::nullopt, name);
 

@@ -738,8 +738,53 @@ TEST(NvsmiXmlTest, EmptyRootIsAValidDumpOfNoGpus) {
   ASSERT_TRUE(result.ok()) << result.error().message;
   EXPECT_TRUE(result->gpus.empty());
   EXPECT_FALSE(result->system.gpu_count);
-  EXPECT_TRUE(result->errors.empty());
+  // nvidia-smi always writes its <timestamp>: without one the age of
+  // kernel-log events cannot be judged, and the dump says so.
+  ASSERT_EQ(result->errors.size(), 1u);
+  EXPECT_EQ(result->errors[0].code, "no_timestamp");
+  EXPECT_TRUE(Contains(result->errors[0].message, "x.xml: no <timestamp>"))
+      << result->errors[0].message;
   EXPECT_EQ(result->source_detail, "x.xml");
+}
+
+// `nvidia-smi -q -x >> FILE` twice: judging the first dump would give a
+// confident verdict of an old moment.
+TEST(NvsmiXmlTest, AppendedDumpsAreNotOneDump) {
+  const std::string one =
+      "<nvidia_smi_log><timestamp>Tue Mar 10 14:00:00 2026</timestamp></nvidia_smi_log>\n";
+  auto result = ParseNvidiaSmiXml("<?xml version=\"1.0\" ?>\n" + one + one, "x.xml");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, "not_one_dump");
+  EXPECT_TRUE(Contains(result.error().message, "x.xml: holds 2 XML documents"))
+      << result.error().message;
+}
+
+// Readings no GPU can give are broken fields, never a confident verdict:
+// more memory used than there is, 250 % utilisation, 9999 C.
+TEST(NvsmiXmlTest, ImpossibleReadingsAreUnknownAndReported) {
+  auto result = ParseNvidiaSmiXml(
+      "<nvidia_smi_log><timestamp>Tue Mar 10 14:00:00 2026</timestamp><gpu id=\"00000000:07:00.0\">"
+      "<fb_memory_usage><total>81920 MiB</total><reserved>512 MiB</reserved>"
+      "<used>90000 MiB</used><free>0 MiB</free></fb_memory_usage>"
+      "<utilization><gpu_util>250 %</gpu_util><memory_util>40 %</memory_util></utilization>"
+      "<temperature><gpu_temp>9999 C</gpu_temp></temperature>"
+      "</gpu></nvidia_smi_log>",
+      "x.xml");
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_EQ(result->gpus.size(), 1u);
+  const Gpu& g = result->gpus[0];
+  EXPECT_EQ(g.memory.total_bytes, uint64_t{81920} << 20);
+  EXPECT_FALSE(g.memory.used_bytes);
+  EXPECT_FALSE(g.memory.free_bytes);
+  EXPECT_FALSE(g.utilization_gpu_pct);
+  EXPECT_EQ(g.utilization_memory_pct, 40u);
+  EXPECT_FALSE(g.temperature_c);
+  std::string all;
+  for (const ProbeError& e : result->errors) all += e.message + "\n";
+  EXPECT_TRUE(Contains(all, "fb_memory_usage/used")) << all;
+  EXPECT_TRUE(Contains(all, "in total")) << all;
+  EXPECT_TRUE(Contains(all, "utilization/gpu_util")) << all;
+  EXPECT_TRUE(Contains(all, "temperature/gpu_temp")) << all;
 }
 
 TEST(NvsmiXmlTest, UnreadableTimestampIsReportedNotInvented) {

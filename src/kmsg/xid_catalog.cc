@@ -388,7 +388,11 @@ XidAssessment AssessXid(const KernelEvent& ev) {
   if (a.xid >= 144 && a.xid <= 150) {
     // "145, RLW_RXPIPE Nonfatal XC0 ...", "149, NETIR_LINK_EVT Fatal XC0 ...".
     if (ContainsWord(ev.detail, "Nonfatal")) {
+      // NVIDIA: a nonfatal SAW/RLW/NETIR event is to be ignored (watched):
+      // this event's action, for why and events alike.
       a.impact = XidImpact::kNone;
+      a.info.action = XidAction::kIgnore;
+      a.info.advice = "Nonfatal: nothing to do now; watch for Xid 154 (a recovery action).";
     } else if (ContainsWord(ev.detail, "Fatal")) {
       a.impact = XidImpact::kFault;
     }

@@ -111,7 +111,9 @@ XidInfo LookupXid(unsigned code);
 struct XidAssessment {
   unsigned xid = 0;             // As logged.
   unsigned attributed_xid = 0;  // Xid 45 "caused by previous Xid N" -> N; else xid.
-  XidInfo info;                 // Catalog entry of attributed_xid.
+  // Catalog entry of attributed_xid; for a "Nonfatal" NVLink5 Xid its action
+  // and advice are this event's (ignore, watch for 154).
+  XidInfo info;
   // Xid 154 "GPU recovery action changed from ... to 0xN (...)": the new action.
   std::optional<XidAction> recovery_action;
   // The impact of this event: info.impact of the Xid as logged (an Xid 45
