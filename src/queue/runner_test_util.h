@@ -29,6 +29,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "os/file_io.h"
 #include "proc/proc_reader.h"
 #include "queue/runner.h"
 
@@ -81,10 +82,12 @@ inline std::optional<int> WaitExit(pid_t pid, double timeout_s) {
   return result;
 }
 
+// Gone or a zombie. A failed read is "gone": /proc/PID/stat fails with ESRCH
+// once the process is reaped between open and read.
 inline bool ProcessGone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return true;
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  Result<std::string> read = os::ReadFileBounded("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!read.ok()) return true;
+  const std::string& stat = read.value();
   const size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
 }

@@ -97,7 +97,7 @@ class BackgroundClient {
     }
     return std::nullopt;
   }
-  std::string Err() const { return ReadWholeFile(err_); }
+  std::string Err() const { return ReadFileOrEmpty(err_); }
 
  private:
   std::string out_;

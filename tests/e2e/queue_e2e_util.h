@@ -35,6 +35,7 @@
 
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
+#include "e2e/user_process.h"
 
 namespace gw::test {
 
@@ -62,11 +63,6 @@ inline bool Eventually(const std::function<bool()>& condition, double timeout_s 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
-}
-
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 // "a\0b\0" -> {"a", "b"} (/proc/PID/cmdline and environ).
@@ -325,7 +321,7 @@ class QueueServer {
   }
   std::optional<int> last_status() const { return last_status_; }
 
-  std::string Log() const { return ReadWholeFile(log_path()); }
+  std::string Log() const { return ReadFileOrEmpty(log_path()); }
 
   // Options for a client: the test's environment with REG, MARK and the
   // marker; GPUWARDEN_SOCKET and CUDA_* removed.
@@ -455,16 +451,16 @@ class QueueServer {
       const long pid = std::strtol(e->d_name, &end, 10);
       if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
       const std::string base = std::string("/proc/") + e->d_name;
-      std::string stat = ReadWholeFile(base + "/stat");
+      std::string stat = ReadFileOrEmpty(base + "/stat");
       const size_t paren = stat.rfind(')');
       if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') {
         continue;
       }
       bool ours = false;
-      for (const std::string& arg : SplitNul(ReadWholeFile(base + "/cmdline"))) {
+      for (const std::string& arg : SplitNul(ReadFileOrEmpty(base + "/cmdline"))) {
         if (arg.rfind(state_prefix, 0) == 0) ours = true;
       }
-      for (const std::string& var : SplitNul(ReadWholeFile(base + "/environ"))) {
+      for (const std::string& var : SplitNul(ReadFileOrEmpty(base + "/environ"))) {
         if (var == env_marker) ours = true;
       }
       if (ours) out.push_back(static_cast<pid_t>(pid));

@@ -170,7 +170,7 @@ TEST_F(QueueReadOnlyE2e, TheKernelRemountingTheDiskReadOnlyRefusesSubmitsAndLose
   EXPECT_EQ(StateOf(q().WaitForEnd(*running)), "succeeded");
   EXPECT_EQ(StateOf(q().WaitForEnd(waiting)), "succeeded");
   std::multiset<int64_t> ran;
-  std::istringstream lines(ReadWholeFile(q().mark() + "/ran"));
+  std::istringstream lines(ReadFileOrEmpty(q().mark() + "/ran"));
   for (int64_t id; lines >> id;) ran.insert(id);
   EXPECT_EQ(ran, (std::multiset<int64_t>{*running, waiting}));
   std::optional<json> again = q().RawSubmit({"true"});

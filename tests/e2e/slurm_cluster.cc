@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "e2e/user_process.h"
 #include "slurm/slurm_json.h"
 
 namespace gw::test {
@@ -126,8 +127,7 @@ std::vector<pid_t> PidsWithEnvironment(const std::string& entry) {
   for (const auto& d : fs::directory_iterator("/proc", ec)) {
     const std::string name = d.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(d.path() / "environ", std::ios::binary);
-    if (!in) continue;
+    std::istringstream in(ReadFileOrEmpty(d.path() / "environ"));
     for (std::string var; std::getline(in, var, '\0');) {
       if (var == entry) {
         pids.push_back(static_cast<pid_t>(std::stol(name)));

@@ -11,6 +11,7 @@
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
+#include "e2e/user_process.h"
 
 namespace gw::test {
 namespace {
@@ -201,8 +202,7 @@ TEST(StatusE2e, HostileCommandLineIsSanitised) {
   options.env["COLUMNS"] = "200";
   // Give sh a moment to exist as itself in /proc (it is exec'd right after fork).
   for (int i = 0; i < 100; ++i) {
-    std::ifstream cmd("/proc/" + std::to_string(hostile.pid()) + "/cmdline");
-    std::string s((std::istreambuf_iterator<char>(cmd)), {});
+    const std::string s = ReadFileOrEmpty("/proc/" + std::to_string(hostile.pid()) + "/cmdline");
     if (s.find("EVIL") != std::string::npos) break;
     usleep(10000);
   }

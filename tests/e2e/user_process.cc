@@ -18,7 +18,17 @@
 #include <sstream>
 #include <thread>
 
+#include "os/file_io.h"
+
 namespace gw::test {
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  // Bounded only so that a runaway file cannot take the test's memory.
+  constexpr size_t kMaxBytes = 64u << 20;
+  Result<std::string> text = os::ReadFileBounded(path, kMaxBytes);
+  return text.ok() ? std::move(text).value() : std::string();
+}
+
 namespace {
 
 std::optional<TestUser> LookUp(const char* name) {
@@ -32,9 +42,7 @@ std::optional<TestUser> LookUp(const char* name) {
 }
 
 std::string ReadStat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return "";
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+  return ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
 }
 
 // The fields after "(comm)"; field 3 (state) is element 0.
@@ -239,9 +247,8 @@ bool WaitUntil(const std::function<bool()>& condition, double timeout_s, double 
 }
 
 std::string CommOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(in, comm);
+  std::string comm = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/comm");
+  if (!comm.empty() && comm.back() == '\n') comm.pop_back();
   return comm;
 }
 
@@ -250,8 +257,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const std::string stat = ReadFileOrEmpty(entry.path() / "stat");
     size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(stat.substr(close + 1));

@@ -113,6 +113,13 @@ class ZombieParent {
   pid_t zombie_ = 0;
 };
 
+// The whole file at `path`, or "" when it is missing or cannot be read. For
+// /proc/PID/* of processes that may end at any moment: a read there fails
+// with ESRCH once the process is reaped between open and read, and a test
+// must see "gone", not an exception (an istreambuf_iterator over an ifstream
+// throws on a failed read).
+std::string ReadFileOrEmpty(const std::string& path);
+
 // /proc facts about any process.
 // The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), nullopt when there is no such process.
 std::optional<char> ProcessStateOf(pid_t pid);

@@ -111,7 +111,7 @@ class Tmux {
   // gpuwarden's PID: the child of the pane's shell.
   pid_t ProgramPid() const {
     const std::string shell = Format("#{pane_pid}");
-    std::ifstream children("/proc/" + shell + "/task/" + shell + "/children");
+    std::istringstream children(ReadFileOrEmpty("/proc/" + shell + "/task/" + shell + "/children"));
     long pid = 0;
     children >> pid;
     return static_cast<pid_t>(pid);
@@ -319,8 +319,7 @@ TEST(WatchE2e, AProcessIsStoppedThroughTheUiAndItsMemoryShownFreed) {
   EXPECT_NE(screen.find("Logged to"), std::string::npos) << screen;
   EXPECT_EQ(h.child.WaitForExit(10), 128 + SIGTERM);
   // The audit log has the signal, as for `gpuwarden kill`.
-  std::ifstream audit(ws.audit_log());
-  std::string log((std::istreambuf_iterator<char>(audit)), std::istreambuf_iterator<char>());
+  const std::string log = ReadFileOrEmpty(ws.audit_log());
   EXPECT_NE(log.find("\"pid\":" + pid), std::string::npos) << log;
   EXPECT_NE(log.find("\"signal\":\"SIGTERM\""), std::string::npos) << log;
   // Closing the result: the process is gone from the table.
@@ -362,8 +361,7 @@ TEST(WatchE2e, QuittingDuringAStopStillFinishesTheEscalation) {
   EXPECT_NE(screen.find("PID " + pid + " (sleep): ignored SIGTERM; killed with SIGKILL"),
             std::string::npos)
       << screen;
-  std::ifstream audit(ws.audit_log());
-  std::string log((std::istreambuf_iterator<char>(audit)), std::istreambuf_iterator<char>());
+  const std::string log = ReadFileOrEmpty(ws.audit_log());
   EXPECT_NE(log.find("\"signal\":\"SIGKILL\""), std::string::npos) << log;
 }
 
