@@ -75,9 +75,10 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
       ->check(NonEmpty());
 }
 
-void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
+namespace {
+
+void AddRun(CLI::App& app, QueueCommands& q) {
   RunArgs& run_args = q.run_args;
-  QueueArgs& queue_args = q.queue_args;
   CLI::App* run = app.add_subcommand(
       "run", "Queue a command until GPUs with enough free VRAM exist, then run it (docs/queue.md)");
   run->add_option("--gpus", run_args.gpus, "GPUs it needs (0 = none)")->capture_default_str();
@@ -114,8 +115,15 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
   run->add_option("command", run_args.command, "The command and its arguments, after --")
       ->required();
   q.run = run;
+}
+
+void AddQueue(CLI::App& app, QueueCommands& q) {
   q.queue = app.add_subcommand("queue", "Running and waiting jobs, and why each waits");
-  q.queue->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
+  q.queue->add_flag("--json", q.queue_args.json, "Machine-readable output (docs/protocol.md)");
+}
+
+void AddJobs(CLI::App& app, QueueCommands& q) {
+  QueueArgs& queue_args = q.queue_args;
   CLI::App* jobs =
       app.add_subcommand("jobs", "Jobs, newest first, with how they ended; or named jobs in full");
   jobs->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
@@ -126,15 +134,20 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
                    "owner and root)")
       ->type_name("JOB...");
   q.jobs = jobs;
-  for (const char* op : {"cancel", "hold", "release"}) {
-    CLI::App* c = app.add_subcommand(
-        op, std::string(op) == "cancel"
-                ? "Cancel jobs (running ones are stopped: SIGTERM, grace, SIGKILL)"
-            : std::string(op) == "hold" ? "Keep waiting jobs from starting"
-                                        : "Let held jobs start again");
-    c->add_option("jobs", queue_args.ids, "Job ids")->required()->type_name("JOB...");
-    q.controls[op] = c;
-  }
+}
+
+void AddControl(CLI::App& app, QueueCommands& q, std::string_view op) {
+  CLI::App* c =
+      app.add_subcommand(std::string(op), op == "cancel" ? "Cancel jobs (running ones are stopped: "
+                                                           "SIGTERM, grace, SIGKILL)"
+                                          : op == "hold" ? "Keep waiting jobs from starting"
+                                                         : "Let held jobs start again");
+  c->add_option("jobs", q.queue_args.ids, "Job ids")->required()->type_name("JOB...");
+  q.controls[std::string(op)] = c;
+}
+
+void AddLogs(CLI::App& app, QueueCommands& q) {
+  QueueArgs& queue_args = q.queue_args;
   CLI::App* logs = app.add_subcommand("logs", "A job's output");
   logs->add_option("job", queue_args.ids, "Job id")->required()->type_name("JOB");
   logs->add_flag("--stderr", queue_args.stderr_stream, "Its standard error instead");
@@ -142,16 +155,30 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q) {
   q.logs = logs;
 }
 
+}  // namespace
+
+void AddQueueSubcommands(CLI::App& app, QueueCommands& q, std::string_view only) {
+  auto wanted = [only](std::string_view name) { return only.empty() || only == name; };
+  if (wanted("run")) AddRun(app, q);
+  if (wanted("queue")) AddQueue(app, q);
+  if (wanted("jobs")) AddJobs(app, q);
+  for (std::string_view op : {"cancel", "hold", "release"}) {
+    if (wanted(op)) AddControl(app, q, op);
+  }
+  if (wanted("logs")) AddLogs(app, q);
+}
+
 std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string& socket) {
   q.run_args.socket = socket;
   q.queue_args.socket = socket;
-  if (q.run->parsed()) return RunSubmit(q.run_args);
-  if (q.queue->parsed()) return RunQueue(q.queue_args);
-  if (q.jobs->parsed()) return RunJobs(q.queue_args);
+  auto parsed = [](const CLI::App* sub) { return sub != nullptr && sub->parsed(); };
+  if (parsed(q.run)) return RunSubmit(q.run_args);
+  if (parsed(q.queue)) return RunQueue(q.queue_args);
+  if (parsed(q.jobs)) return RunJobs(q.queue_args);
   for (const auto& [op, c] : q.controls) {
-    if (c->parsed()) return RunControl(q.queue_args, op);
+    if (parsed(c)) return RunControl(q.queue_args, op);
   }
-  if (q.logs->parsed()) return RunLogs(q.queue_args);
+  if (parsed(q.logs)) return RunLogs(q.queue_args);
   return std::nullopt;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "cli/cli_options.h"
 #include "cli/exit_codes.h"
@@ -33,7 +34,7 @@ std::string ToolsPath() {
   return dir + "/gpuwarden-tools";
 }
 
-int RunQueueCommand(int argc, char** argv) {
+int RunQueueCommand(std::string_view subcommand, int argc, char** argv) {
   CLI::App app{gw::cli::kDescription, "gpuwarden"};
   app.footer(gw::cli::kExitCodeHelp);
   app.require_subcommand(1);
@@ -41,7 +42,7 @@ int RunQueueCommand(int argc, char** argv) {
   std::string socket;
   gw::cli::AddGlobalOptions(app, global, socket);
   gw::cli::QueueCommands queue;
-  gw::cli::AddQueueSubcommands(app, queue);
+  gw::cli::AddQueueSubcommands(app, queue, subcommand);
   if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
   return gw::cli::RunParsedQueueSubcommand(queue, socket).value_or(gw::cli::kExitUsage);
 }
@@ -49,9 +50,10 @@ int RunQueueCommand(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (gw::cli::IsQueueSubcommand(gw::cli::SubcommandOf(argc, argv))) {
+  const std::string_view subcommand = gw::cli::SubcommandOf(argc, argv);
+  if (gw::cli::IsQueueSubcommand(subcommand)) {
     try {
-      return RunQueueCommand(argc, argv);
+      return RunQueueCommand(subcommand, argc, argv);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gpuwarden: internal error: %s\n", e.what());
       return gw::cli::kExitInternal;

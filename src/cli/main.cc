@@ -12,6 +12,7 @@
 
 #include "cli/clean_command.h"
 #include "cli/cli_options.h"
+#include "cli/cluster_command.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "cli/status_command.h"
@@ -157,6 +158,19 @@ int Main(int argc, char** argv) {
     cmd->add_flag("--json", a->json, "Machine-readable output (schema: docs/json.md)");
   }
 
+  gw::cli::ClusterArgs cluster_args;
+  CLI::App* cluster = app.add_subcommand(
+      "cluster",
+      "A Slurm cluster's GPUs per node: total, allocated, free; who holds them; the jobs that "
+      "wait and Slurm's reason (docs/slurm.md)");
+  cluster->add_flag("--json", cluster_args.json, "Machine-readable output (schema: docs/json.md)");
+  cluster
+      ->add_option("--slurm-timeout", cluster_args.slurm_timeout_s,
+                   "Deadline in seconds for each Slurm command (sinfo, squeue)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+
   gw::cli::WatchArgs watch_args;
   CLI::App* watch = gw::cli::AddWatchSubcommand(app, watch_args);
 
@@ -175,6 +189,10 @@ int Main(int argc, char** argv) {
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
+  if (cluster->parsed()) {
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunCluster(global, cluster_args, runner);
+  }
   watch_args.socket = socket;
   if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
   if (auto code = gw::cli::RunParsedQueueSubcommand(queue, socket)) return *code;

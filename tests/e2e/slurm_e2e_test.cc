@@ -7,6 +7,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 #include "e2e/slurm_cluster.h"
@@ -185,6 +189,145 @@ TEST_F(SlurmE2eTest, ThreeA100OnOneNodeIsRefusedAtSubmit) {
   EXPECT_FALSE(id);
   EXPECT_NE(error.find("Requested node configuration is not available"), std::string::npos)
       << error;
+}
+
+const nlohmann::json* NodeIn(const nlohmann::json& doc, const std::string& name) {
+  for (const nlohmann::json& n : doc["nodes"]) {
+    if (n["name"] == name) return &n;
+  }
+  return nullptr;
+}
+
+// Drains a node for the test's length and resumes it after, whatever happened.
+class DrainedNode {
+ public:
+  DrainedNode(const SlurmCluster& cluster, std::string node, const std::string& reason)
+      : cluster_(cluster), node_(std::move(node)) {
+    result_ = cluster_.Run(
+        {"scontrol", "update", "nodename=" + node_, "state=drain", "reason=" + reason});
+  }
+  ~DrainedNode() { cluster_.Run({"scontrol", "update", "nodename=" + node_, "state=resume"}); }
+  DrainedNode(const DrainedNode&) = delete;
+  DrainedNode& operator=(const DrainedNode&) = delete;
+  const RunResult& result() const { return result_; }
+
+ private:
+  const SlurmCluster& cluster_;
+  std::string node_;
+  RunResult result_;
+};
+
+// `gpuwarden cluster` on a cluster with one a100 taken on each a100 node, a
+// job waiting for two a100 on one node, and n3 drained: the counts per node
+// and type, who holds what, the drained node's idle GPUs not free, the
+// waiting job with Slurm's reason; text and JSON.
+TEST_F(SlurmE2eTest, ClusterCommandShowsHoldersDrainsAndWaitingJobs) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  std::string error;
+  std::vector<int64_t> holders;
+  for (const char* node : {"n1", "n2"}) {
+    auto id = cluster.Submit(
+        {"--job-name=hold-one", std::string("--nodelist=") + node, "--gres=gpu:a100:1"}, "sleep 60",
+        &error);
+    ASSERT_TRUE(id) << error;
+    holders.push_back(*id);
+  }
+  for (int64_t id : holders) {
+    std::string seen;
+    ASSERT_TRUE(WaitForJob(cluster, id, Running, &seen)) << seen << "\n" << cluster.LogTails();
+  }
+  auto waiting = cluster.Submit({"--job-name=needs-two", "--nodes=1", "--gres=gpu:a100:2"},
+                                "sleep 30", &error);
+  ASSERT_TRUE(waiting) << error;
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(
+      cluster, *waiting,
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "Resources"; }, &seen))
+      << seen;
+  const std::string reason = "maintenance: fan 2 \x1b[31mloud";
+  DrainedNode drained(cluster, "n3", reason);
+  ASSERT_EQ(drained.result().exit_code, 0) << drained.result().err;
+
+  RunResult r = RunProcess(Gpuwarden({"cluster", "--json"}), cluster.ClientOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], "gpuwarden.cluster");
+  EXPECT_EQ(doc["slurm"]["layout"], "v0.0.38");
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json* n = NodeIn(doc, i == 0 ? "n1" : "n2");
+    ASSERT_NE(n, nullptr) << r.out;
+    EXPECT_EQ((*n)["availability"], "takes work");
+    ASSERT_EQ((*n)["gpus"].size(), 1u);
+    EXPECT_EQ((*n)["gpus"][0]["type"], "a100");
+    EXPECT_EQ((*n)["gpus"][0]["total"], 2);
+    EXPECT_EQ((*n)["gpus"][0]["allocated"], 1);
+    EXPECT_EQ((*n)["gpus"][0]["free"], 1);
+    ASSERT_EQ((*n)["holders"].size(), 1u) << n->dump();
+    EXPECT_EQ((*n)["holders"][0]["job_id"], holders[i]);
+    EXPECT_EQ((*n)["holders"][0]["user"], "root");
+    EXPECT_EQ((*n)["holders"][0]["job_name"], "hold-one");
+    EXPECT_EQ((*n)["holders"][0]["count"], 1);
+    EXPECT_EQ((*n)["holders"][0]["indexes"], "0");
+  }
+  const nlohmann::json* n3 = NodeIn(doc, "n3");
+  ASSERT_NE(n3, nullptr);
+  EXPECT_EQ((*n3)["availability"], "drained");
+  EXPECT_EQ((*n3)["reason"], reason);
+  EXPECT_EQ((*n3)["gpus"][0]["free"], 0);
+  EXPECT_EQ((*n3)["gpus"][0]["unavailable"], 2);
+  ASSERT_EQ(doc["pending"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["pending"][0]["job_id"], *waiting);
+  EXPECT_EQ(doc["pending"][0]["reason"], "Resources");
+  EXPECT_EQ(doc["pending"][0]["wants"], "2 gpu:a100 per node");
+
+  RunResult text = RunProcess(Gpuwarden({"cluster"}), cluster.ClientOptions());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("GPUs: 6 in all, 2 allocated, 2 free, 2 unavailable"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("job " + std::to_string(holders[0]) + " root \"hold-one\" 1×a100 [0]"),
+            std::string::npos)
+      << text.out;
+  // Slurm's text is sanitised: the escape byte never reaches the terminal.
+  EXPECT_NE(text.out.find("n3 drained: maintenance: fan 2 \\x1b[31mloud"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.out.find("needs-two"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Resources"), std::string::npos) << text.out;
+}
+
+// Without Slurm's clients, and with a client that never answers: one line
+// naming the command and the problem, exit 20, never a hang.
+TEST(SlurmClientE2e, MissingOrHungSlurmClientsAreNamedAndExit20) {
+  TempDir dir;
+  RunOptions no_slurm;
+  no_slurm.env["PATH"] = dir.path();
+  RunResult missing = RunProcess(Gpuwarden({"cluster"}), no_slurm);
+  EXPECT_EQ(missing.exit_code, 20) << missing.err;
+  EXPECT_NE(missing.err.find("sinfo: not found"), std::string::npos) << missing.err;
+
+  const std::string sinfo = dir.Write("sinfo", "#!/bin/sh\nexec sleep 30\n");
+  ASSERT_EQ(chmod(sinfo.c_str(), 0755), 0);
+  RunOptions hung;
+  hung.env["PATH"] = dir.path() + ":/usr/bin:/bin";
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = RunProcess(Gpuwarden({"cluster", "--slurm-timeout", "0.5", "--json"}), hung);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 20) << r.err;
+  EXPECT_NE(r.err.find("sinfo: no answer within 500 ms"), std::string::npos) << r.err;
+  EXPECT_LT(took, 10.0);
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["errors"][0]["code"], "timeout");
+
+  dir.Write(
+      "sinfo",
+      "#!/bin/sh\necho 'slurm_load_partitions: Unable to contact slurm controller' >&2\nexit 1\n");
+  RunResult down = RunProcess(Gpuwarden({"cluster"}), hung);
+  EXPECT_EQ(down.exit_code, 20);
+  EXPECT_NE(down.err.find("sinfo --json exited with status 1: slurm_load_partitions: Unable to "
+                          "contact slurm controller"),
+            std::string::npos)
+      << down.err;
 }
 
 }  // namespace
