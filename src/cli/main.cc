@@ -88,6 +88,11 @@ int Main(int argc, char** argv) {
       ->type_name("SECONDS")
       ->check(CLI::Range(0.0, 1e9));
   why->add_flag("--json", why_args.json, "Machine-readable output (schema: docs/json.md)");
+  CLI::Option* why_slurm =
+      why->add_option("--slurm", why_args.slurm_job,
+                      "Why a Slurm job waits (no JOBID: each of your pending jobs; docs/slurm.md)")
+          ->type_name("[JOBID]")
+          ->expected(0, 1);
   why->add_flag("-v,--verbose", why_args.verbose, "Every finding with every next step");
   why->add_option("--explain", why_args.explain, "Explain a finding code at length")
       ->type_name("CODE");
@@ -181,6 +186,13 @@ int Main(int argc, char** argv) {
   if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
 
   if (status->parsed()) return gw::cli::RunStatus(global, status_args);
+  if (why->parsed() && why_slurm->count() > 0) {
+    gw::cli::SlurmWhyArgs slurm_args;
+    slurm_args.job = why_args.slurm_job;
+    slurm_args.json = why_args.json;
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunSlurmWhy(slurm_args, runner);
+  }
   if (why->parsed()) {
     why_args.judge.progress = !why_args.json;  // A status line on a terminal, never in JSON.
     return gw::cli::RunWhy(global, why_args);

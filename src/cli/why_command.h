@@ -17,6 +17,8 @@ struct WhyArgs {
   bool json = false;
   bool verbose = false;
   std::string explain;  // --explain CODE
+  bool slurm = false;   // --slurm [JOBID]: a Slurm job's wait instead of this server
+  std::string slurm_job;
 };
 int RunWhy(const GlobalOptions& global, const WhyArgs& args);
 

@@ -457,6 +457,14 @@ Job ReadJob(FieldReader& r, const json& j, const std::string& path) {
   job.start_time = r.Integer(j, "start_time", path + ".start_time");
   if (job.start_time == 0) job.start_time.reset();
   job.priority = r.Integer(j, "priority", path + ".priority");
+  job.node_count = r.Integer(j, "node_count", path + ".node_count");
+  job.time_limit_min = r.Integer(j, "time_limit", path + ".time_limit");
+  job.required_nodes = r.NonEmptyString(j, "required_nodes", path + ".required_nodes");
+  job.qos = r.NonEmptyString(j, "qos", path + ".qos");
+  job.account = r.NonEmptyString(j, "account", path + ".account");
+  job.restarts = r.Integer(j, "restart_cnt", path + ".restart_cnt");
+  job.eligible_time = r.Integer(j, "eligible_time", path + ".eligible_time");
+  if (job.eligible_time == 0) job.eligible_time.reset();
   return job;
 }
 

@@ -293,6 +293,85 @@ TEST_F(SlurmE2eTest, ClusterCommandShowsHoldersDrainsAndWaitingJobs) {
   EXPECT_EQ(text.out.find('\x1b'), std::string::npos);
   EXPECT_NE(text.out.find("needs-two"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Resources"), std::string::npos) << text.out;
+
+  // why --slurm (no id: the caller's pending jobs) explains the wait as
+  // fragmentation and names the running jobs that must end.
+  RunResult why = RunProcess(Gpuwarden({"why", "--slurm"}), cluster.ClientOptions());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_NE(why.out.find("job " + std::to_string(*waiting) +
+                         " \"needs-two\" (root) waits: "
+                         "Resources — wants 2 gpu:a100 per node"),
+            std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("Fragmentation: it needs 2 a100 GPUs on one node; 2 a100 GPUs are free "
+                         "in all, but at most 1 on any one node (n1 1 of 2, n2 1 of 2 free)."),
+            std::string::npos)
+      << why.out;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NE(why.out.find(std::string(i == 0 ? "n1" : "n2") +
+                           ": 1 a100 GPU more must be freed; held by job " +
+                           std::to_string(holders[i]) + " root \"hold-one\" 1×a100"),
+              std::string::npos)
+        << why.out;
+  }
+  RunResult why_json = RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*waiting), "--json"}),
+                                  cluster.ClientOptions());
+  ASSERT_EQ(why_json.exit_code, 0) << why_json.err;
+  const nlohmann::json wj = nlohmann::json::parse(why_json.out);
+  ASSERT_EQ(wj["jobs"].size(), 1u);
+  EXPECT_EQ(wj["jobs"][0]["reason"]["code"], "Resources");
+  EXPECT_EQ(wj["jobs"][0]["reason"]["known"], true);
+  EXPECT_EQ(wj["jobs"][0]["must_end"].size(), 2u);
+  RunResult running = RunProcess(Gpuwarden({"why", "--slurm", std::to_string(holders[0])}),
+                                 cluster.ClientOptions());
+  EXPECT_EQ(running.exit_code, 0);
+  EXPECT_NE(running.out.find("does not wait: it is RUNNING"), std::string::npos) << running.out;
+  RunResult missing = RunProcess(Gpuwarden({"why", "--slurm", "999999"}), cluster.ClientOptions());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no job 999999 in squeue"), std::string::npos) << missing.err;
+}
+
+// Waits that are not about GPUs: a job held by its user, one whose --begin
+// has not come, one that asks for a drained node by name. Each gets its
+// reason, the catalog's meaning and, for the node, the node's drain reason.
+TEST_F(SlurmE2eTest, WhySlurmExplainsHeldBeginTimeAndDrainedNodeWaits) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  DrainedNode drained(cluster, "n3", "gpuwarden: GPU 1 FAULT: fell off the bus (Xid 79)");
+  ASSERT_EQ(drained.result().exit_code, 0) << drained.result().err;
+  std::string error;
+  auto held = cluster.Submit({"--job-name=held", "--hold"}, "sleep 5", &error);
+  ASSERT_TRUE(held) << error;
+  auto later = cluster.Submit({"--job-name=later", "--begin=now+1hour"}, "sleep 5", &error);
+  ASSERT_TRUE(later) << error;
+  auto on_n3 =
+      cluster.Submit({"--job-name=on-n3", "--nodelist=n3", "--gres=gpu:l40s:1"}, "sleep 5", &error);
+  ASSERT_TRUE(on_n3) << error;
+  struct Want {
+    int64_t id;
+    std::string code;
+  };
+  for (const Want& w :
+       {Want{*held, "JobHeldUser"}, Want{*later, "BeginTime"}, Want{*on_n3, "ReqNodeNotAvail"}}) {
+    std::string seen;
+    ASSERT_TRUE(WaitForJob(
+        cluster, w.id,
+        [&w](const slurm::Job& j) { return j.state == "PENDING" && j.reason == w.code; }, &seen))
+        << w.code << ": " << seen;
+  }
+  RunResult why = RunProcess(Gpuwarden({"why", "--slurm"}), cluster.ClientOptions());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_NE(why.out.find("\"held\" (root) waits: JobHeldUser"), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("Release it: `scontrol release ID`."), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("\"later\" (root) waits: BeginTime"), std::string::npos) << why.out;
+  // An hour from the submit, a moment ago.
+  EXPECT_TRUE(why.out.find("It may start in 1h.") != std::string::npos ||
+              why.out.find("It may start in 59m.") != std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("\"on-n3\" (root) waits: ReqNodeNotAvail"), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("n3 is drained: gpuwarden: GPU 1 FAULT: fell off the bus (Xid 79) "
+                         "(drained by gpuwarden's health check)."),
+            std::string::npos)
+      << why.out;
 }
 
 // Without Slurm's clients, and with a client that never answers: one line

@@ -1,0 +1,49 @@
+// `gpuwarden why --slurm`: why one pending Slurm job waits, in plain words,
+// with the evidence from the cluster view (slurm/cluster_view.h) and the
+// catalog's meaning and next step (slurm/pending_reasons.h). Pure.
+#ifndef GPUWARDEN_SLURM_PENDING_EXPLAIN_H_
+#define GPUWARDEN_SLURM_PENDING_EXPLAIN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "slurm/cluster_view.h"
+#include "slurm/pending_reasons.h"
+#include "slurm/slurm_json.h"
+
+namespace gw::slurm {
+
+struct PendingExplanation {
+  int64_t job_id = 0;
+  std::optional<std::string> user;
+  std::optional<std::string> job_name;
+  std::string state;  // "PENDING", or the state of a job that does not wait
+  // Slurm's code verbatim; "" when it gave none.
+  std::string code;
+  // The catalog's entry; nullptr for a code of a later Slurm (shown verbatim).
+  const PendingReason* reason = nullptr;
+  std::string wants;  // DescribeGpuRequest, plus the node count when it matters
+  // Facts that back the reason: per-node free GPUs of the type asked for and
+  // whether the free ones are spread (fragmentation), the unavailable nodes
+  // with their reasons, jobs ahead in priority, the requeue count.
+  std::vector<std::string> evidence;
+  // Running jobs that must end (or free GPUs) for it to start, one line per
+  // node that could take it: "n1: job 5 root \"hold-one\" 1×a100 for 3m".
+  std::vector<std::string> must_end;
+  // When Slurm expects it to start; nullopt when Slurm has no estimate (then
+  // no_estimate_why says why, when known).
+  std::optional<int64_t> expected_start_unix_s;
+  std::string no_estimate_why;
+};
+
+// `now_unix_s` dates ages and tells a real estimate from Slurm's "a year from
+// now" placeholder. `all_jobs` is the whole squeue document (for the jobs
+// ahead of it in priority).
+PendingExplanation ExplainPendingJob(const Job& job, const ClusterView& view,
+                                     const std::vector<Job>& all_jobs, int64_t now_unix_s);
+
+}  // namespace gw::slurm
+
+#endif  // GPUWARDEN_SLURM_PENDING_EXPLAIN_H_

@@ -1,0 +1,58 @@
+// The one catalog of Slurm's pending-job reasons (`squeue -o %r`): every code
+// of Slurm 22.05 (job_reason_string() of libslurm, 197 distinct strings) with
+// what it means in plain words, what kind of wait it is, and what to do.
+// Codes of later Slurm versions that are not here are shown verbatim
+// (FindPendingReason returns nullptr). The completeness test checks the
+// catalog against the installed Slurm's own list.
+#ifndef GPUWARDEN_SLURM_PENDING_REASONS_H_
+#define GPUWARDEN_SLURM_PENDING_REASONS_H_
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace gw::slurm {
+
+// What kind of wait a reason is, for the one-word summary and the exit code
+// of `why --slurm`.
+enum class WaitKind {
+  kNotYetLooked,   // None: Slurm has not evaluated the job in this cycle
+  kResources,      // Resources: what it asks for is in use (or fragmented)
+  kPriority,       // Priority: jobs ahead of it
+  kLimit,          // a QOS, association or account limit that running jobs fill
+  kTime,           // BeginTime, a deadline
+  kDependency,     // waits for other jobs
+  kHeld,           // held by its user or an administrator
+  kNodes,          // nodes it needs are down, drained, reserved or missing
+  kPartition,      // its partition is down or inactive
+  kReservation,    // waits for a reservation
+  kOtherResource,  // licenses, burst buffers, power
+  kStarting,       // being set up: prolog, cleanup of a requeue, deferred scheduling
+  kNeverAsAsked,   // the request breaks a limit or the configuration: it cannot start as submitted
+  kEnded,          // a reason of a job that ended (exit code, time limit, out of memory)
+  kObsolete,       // codes of features Slurm no longer has
+};
+const char* WaitKindName(WaitKind kind);  // "resources", "limit", "never as asked", ...
+
+// Whether the wait ends by itself (jobs end, time passes), needs someone to
+// act (release, resume, an administrator's change), or never as submitted.
+enum class Outlook { kByItself, kNeedsSomeone, kNever, kNotWaiting };
+const char* OutlookName(Outlook outlook);  // "by itself", "needs someone", ...
+
+struct PendingReason {
+  std::string code;  // Slurm's string, exactly: "QOSMaxGRESPerUser"
+  WaitKind kind;
+  Outlook outlook;
+  std::string meaning;  // one or two sentences
+  std::string next;     // what the user can do
+};
+
+// Every catalogued reason, in Slurm 22.05's enum order.
+std::span<const PendingReason> AllPendingReasons();
+
+// The reason with exactly this code, or nullptr (a code of a later Slurm).
+const PendingReason* FindPendingReason(std::string_view code);
+
+}  // namespace gw::slurm
+
+#endif  // GPUWARDEN_SLURM_PENDING_REASONS_H_
