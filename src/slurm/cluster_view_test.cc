@@ -4,20 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "slurm/slurm_test_util.h"
 
 namespace gw::slurm {
 namespace {
-
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/src/slurm/testdata/" + name);
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 ClusterView ViewOf(const std::string& sinfo_file, const std::string& squeue_file) {
   Result<SinfoDocument> sinfo = ParseSinfoJson(ReadTestdata(sinfo_file));

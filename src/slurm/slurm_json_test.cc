@@ -7,17 +7,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "slurm/slurm_test_util.h"
+
 namespace gw::slurm {
 namespace {
-
-// Inputs: testdata/README.md says which are captured and which hand-made.
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/src/slurm/testdata/" + name);
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const Node* FindNode(const SinfoDocument& doc, const std::string& name) {
   for (const Node& n : doc.nodes) {

@@ -142,44 +142,6 @@ TEST_F(SlurmE2eTest, TwoA100JobRunsOnAnA100Node) {
   }
 }
 
-// Two a100 are free in total, one on each node: a job that needs both on one
-// node waits for Resources (Slurm's word for fragmentation).
-TEST_F(SlurmE2eTest, FragmentedA100sLeaveATwoGpuJobPendingOnResources) {
-  GW_REQUIRE_SLURM_CLUSTER(cluster);
-  std::string error;
-  std::vector<int64_t> holders;
-  for (const char* node : {"n1", "n2"}) {
-    auto id = cluster.Submit(
-        {"--job-name=hold-one", std::string("--nodelist=") + node, "--gres=gpu:a100:1"}, "sleep 60",
-        &error);
-    ASSERT_TRUE(id) << error;
-    holders.push_back(*id);
-  }
-  for (int64_t id : holders) {
-    std::string seen;
-    ASSERT_TRUE(WaitForJob(cluster, id, Running, &seen)) << seen << "\n" << cluster.LogTails();
-  }
-  auto waiting = cluster.Submit({"--job-name=needs-two", "--nodes=1", "--gres=gpu:a100:2"},
-                                "sleep 30", &error);
-  ASSERT_TRUE(waiting) << error;
-  std::string seen;
-  auto job = WaitForJob(
-      cluster, *waiting,
-      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "Resources"; }, &seen);
-  ASSERT_TRUE(job) << seen;
-  EXPECT_EQ(job->nodes, std::nullopt);
-  EXPECT_TRUE(job->gres_detail.empty());
-  auto nodes = Sinfo(cluster);
-  ASSERT_TRUE(nodes) << nodes.error().message;
-  int64_t free_a100 = 0;
-  for (const slurm::Node& n : nodes->nodes) {
-    if (n.name == "n3") continue;
-    EXPECT_EQ(GpuCount(n.gres_used), 1) << n.name;
-    free_a100 += GpuCount(n.gres) - GpuCount(n.gres_used);
-  }
-  EXPECT_EQ(free_a100, 2);
-}
-
 // No node has three a100: Slurm refuses such a job at submit instead of
 // letting it wait.
 TEST_F(SlurmE2eTest, ThreeA100OnOneNodeIsRefusedAtSubmit) {
@@ -217,8 +179,9 @@ class DrainedNode {
   RunResult result_;
 };
 
-// `gpuwarden cluster` on a cluster with one a100 taken on each a100 node, a
-// job waiting for two a100 on one node, and n3 drained: the counts per node
+// One a100 taken on each a100 node, a job waiting for two a100 on one node,
+// and n3 drained. Slurm's own view first (the parsers), then `gpuwarden
+// cluster`: the counts per node
 // and type, who holds what, the drained node's idle GPUs not free, the
 // waiting job with Slurm's reason; text and JSON.
 TEST_F(SlurmE2eTest, ClusterCommandShowsHoldersDrainsAndWaitingJobs) {
@@ -239,11 +202,20 @@ TEST_F(SlurmE2eTest, ClusterCommandShowsHoldersDrainsAndWaitingJobs) {
   auto waiting = cluster.Submit({"--job-name=needs-two", "--nodes=1", "--gres=gpu:a100:2"},
                                 "sleep 30", &error);
   ASSERT_TRUE(waiting) << error;
+  // Two a100 are free in total, one on each node: the job that needs both on
+  // one node waits for Resources (Slurm's word for fragmentation too).
   std::string seen;
-  ASSERT_TRUE(WaitForJob(
+  auto job = WaitForJob(
       cluster, *waiting,
-      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "Resources"; }, &seen))
-      << seen;
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "Resources"; }, &seen);
+  ASSERT_TRUE(job) << seen;
+  EXPECT_EQ(job->nodes, std::nullopt);
+  EXPECT_TRUE(job->gres_detail.empty());
+  auto nodes = Sinfo(cluster);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  for (const slurm::Node& n : nodes->nodes) {
+    EXPECT_EQ(GpuCount(n.gres_used), n.name == "n3" ? 0 : 1) << n.name;
+  }
   const std::string reason = "maintenance: fan 2 \x1b[31mloud";
   DrainedNode drained(cluster, "n3", reason);
   ASSERT_EQ(drained.result().exit_code, 0) << drained.result().err;
