@@ -96,6 +96,10 @@ int Main(int argc, char** argv) {
   why->add_flag("-v,--verbose", why_args.verbose, "Every finding with every next step");
   why->add_option("--explain", why_args.explain, "Explain a finding code at length")
       ->type_name("CODE");
+  // A Slurm job's wait is judged from Slurm, not from this server's GPUs.
+  for (const char* local : {"--need", "--nvlink", "--explain", "--from"}) {
+    why_slurm->excludes(local);
+  }
 
   gw::cli::HealthArgs health_args;
   CLI::App* health = app.add_subcommand(
