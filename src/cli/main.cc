@@ -107,6 +107,27 @@ int Main(int argc, char** argv) {
   add_judge_options(health, health_args.judge);
   health->add_flag("--json", health_args.json, "Machine-readable output (schema: docs/json.md)");
   health->add_flag("-v,--verbose", health_args.verbose, "Say so when healthy, too");
+  health->add_flag("--slurm-drain", health_args.slurm_drain,
+                   "As Slurm's HealthCheckProgram: drain this node on FAULT, resume it when "
+                   "healthy if gpuwarden drained it; never touch an administrator's drain "
+                   "(docs/slurm.md)");
+  health
+      ->add_option("--slurm-node", health_args.slurm_node,
+                   "The Slurm node this is (default: $SLURMD_NODENAME, else the host name)")
+      ->type_name("NAME")
+      ->check(gw::cli::NonEmpty());
+  health
+      ->add_option("--on-degraded", health_args.on_degraded,
+                   "With --slurm-drain: what DEGRADED does to the node")
+      ->type_name("ignore|drain")
+      ->check(CLI::IsMember({"ignore", "drain"}))
+      ->capture_default_str();
+  health
+      ->add_option("--slurm-timeout", health_args.slurm_timeout_s,
+                   "Deadline in seconds for each Slurm command (sinfo, scontrol)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
 
   gw::cli::EventsArgs events_args;
   CLI::App* events = app.add_subcommand(
@@ -201,7 +222,12 @@ int Main(int argc, char** argv) {
     why_args.judge.progress = !why_args.json;  // A status line on a terminal, never in JSON.
     return gw::cli::RunWhy(global, why_args);
   }
-  if (health->parsed()) return gw::cli::RunHealth(global, health_args);
+  if (health->parsed()) {
+    // A health check fits Slurm's interval: one look, unless a window is asked.
+    if (health_args.slurm_drain && health->count("--window") == 0) health_args.judge.now = true;
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunHealth(global, health_args, runner);
+  }
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);

@@ -9,6 +9,7 @@
 #include "cli/global_options.h"
 #include "cli/judge.h"
 #include "diagnose/health.h"
+#include "os/run_command.h"
 
 namespace gw::cli {
 
@@ -26,9 +27,17 @@ struct HealthArgs {
   JudgeArgs judge;
   bool json = false;
   bool verbose = false;
+  // --slurm-drain: drain this Slurm node on FAULT (DEGRADED: per
+  // on_degraded), resume it once healthy if gpuwarden drained it
+  // (slurm/node_drain.h; docs/slurm.md).
+  bool slurm_drain = false;
+  std::string slurm_node;              // --slurm-node; else $SLURMD_NODENAME; else the host name
+  std::string on_degraded = "ignore";  // --on-degraded ignore|drain
+  double slurm_timeout_s = 10;
 };
-// In health_command.cc.
-int RunHealth(const GlobalOptions& global, const HealthArgs& args);
+// In health_command.cc. With --slurm-drain the Slurm commands run through
+// `runner`; kExitSlurmUnavailable when the node could not be read or changed.
+int RunHealth(const GlobalOptions& global, const HealthArgs& args, os::CommandRunner& runner);
 // 0 healthy, 12 degraded, 13 failed, 14 unknown.
 int HealthExitCode(diagnose::Health health);
 

@@ -85,7 +85,55 @@ std::string Detail(const std::vector<const diagnose::Finding*>& findings, Health
   return text + CodesText(findings);
 }
 
+// The worst finding's message at `level`, its subject dropped, with the codes.
+std::string ShortDetail(const std::vector<const diagnose::Finding*>& findings, Health level,
+                        Opt<unsigned> index, const std::string& unread_reason) {
+  const auto it = std::find_if(findings.begin(), findings.end(), [&](const diagnose::Finding* f) {
+    return HealthOfVerdict(f->implies) == level;
+  });
+  if (it == findings.end()) {
+    return (unread_reason.empty() ? std::string("no data")
+                                  : "not read: " + SanitizeForTerminal(unread_reason)) +
+           CodesText(findings);
+  }
+  std::string text = SanitizeForTerminal((*it)->message);
+  if (index) text = diagnose::MessageWithoutSubject(std::move(text), *index);
+  return text + CodesText(findings);
+}
+
 }  // namespace
+
+std::string RenderHealthReason(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
+                               int max_columns) {
+  const HealthReport report = diagnose::AssessHealth(diagnosis.findings, latest);
+  const GpuHealth* worst = nullptr;
+  size_t others = 0;
+  for (const GpuHealth& g : report.gpus) {
+    if (g.health == Health::kHealthy) continue;
+    if (worst == nullptr || g.health > worst->health) worst = &g;
+    ++others;
+  }
+  std::string line;
+  if (worst != nullptr && worst->health >= report.overall) {
+    line = fmt::format(
+        "GPU {} {}: {}", worst->index, LevelWord(worst->health),
+        ShortDetail(worst->findings, worst->health, worst->index, worst->unread_reason));
+    if (others > 1) line += fmt::format(" (+{} more GPU{})", others - 1, others == 2 ? "" : "s");
+  } else {
+    for (const diagnose::Finding* f : report.server) {
+      const Health h = HealthOfVerdict(f->implies);
+      if (h != report.overall) continue;
+      line = fmt::format("node {}: {}", LevelWord(h), ShortDetail({f}, h, std::nullopt, ""));
+      break;
+    }
+    if (line.empty() && report.overall != Health::kHealthy) {
+      line = fmt::format("node {}: {}", LevelWord(report.overall),
+                         diagnosis.summary.empty() ? std::string("nothing could be looked at")
+                                                   : SanitizeForTerminal(diagnosis.summary));
+    }
+  }
+  return TruncateToWidth(line, max_columns);
+}
 
 std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
                              bool verbose, bool color) {

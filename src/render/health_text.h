@@ -27,6 +27,14 @@ namespace gw::render {
 std::string RenderHealthText(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
                              bool verbose, bool color);
 
+// The worst health problem in one line, for a Slurm drain reason (no next
+// steps): "GPU 3 FAULT: fell off the bus (Xid 79) [XID_79]", then
+// " (+2 more GPUs)" when others are not healthy either; a server-level
+// finding as "node FAULT: ...". "" when healthy. Sanitised, at most
+// `max_columns` wide (cut with "…").
+std::string RenderHealthReason(const diagnose::Diagnosis& diagnosis, const Snapshot& latest,
+                               int max_columns);
+
 }  // namespace gw::render
 
 #endif  // GPUWARDEN_RENDER_HEALTH_TEXT_H_

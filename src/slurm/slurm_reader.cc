@@ -27,14 +27,20 @@ Result<std::string> JsonOf(os::CommandRunner& runner, const std::string& program
 
 }  // namespace
 
-Result<SlurmLook> ReadSlurm(os::CommandRunner& runner, const ReaderOptions& options) {
-  SlurmLook look;
+Result<SinfoDocument> ReadSinfo(os::CommandRunner& runner, const ReaderOptions& options) {
   Result<std::string> sinfo = JsonOf(runner, options.sinfo, options);
   if (!sinfo.ok()) return sinfo.error();
   Result<SinfoDocument> nodes = ParseSinfoJson(*sinfo);
   if (!nodes.ok()) {
     return MakeError("malformed", options.sinfo + " --json: " + nodes.error().message);
   }
+  return nodes;
+}
+
+Result<SlurmLook> ReadSlurm(os::CommandRunner& runner, const ReaderOptions& options) {
+  SlurmLook look;
+  Result<SinfoDocument> nodes = ReadSinfo(runner, options);
+  if (!nodes.ok()) return nodes.error();
   look.sinfo = std::move(*nodes);
   Result<std::string> squeue = JsonOf(runner, options.squeue, options);
   if (!squeue.ok()) return squeue.error();

@@ -31,6 +31,9 @@ struct ReaderOptions {
 //   "malformed"  its output is not what the parsers read (their message)
 Result<SlurmLook> ReadSlurm(os::CommandRunner& runner, const ReaderOptions& options = {});
 
+// `sinfo --json` alone, with the same errors.
+Result<SinfoDocument> ReadSinfo(os::CommandRunner& runner, const ReaderOptions& options = {});
+
 }  // namespace gw::slurm
 
 #endif  // GPUWARDEN_SLURM_SLURM_READER_H_

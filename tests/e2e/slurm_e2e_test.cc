@@ -346,6 +346,88 @@ TEST_F(SlurmE2eTest, WhySlurmExplainsHeldBeginTimeAndDrainedNodeWaits) {
       << why.out;
 }
 
+std::optional<slurm::Node> NodeNamed(const SlurmCluster& cluster, const std::string& name) {
+  auto doc = Sinfo(cluster);
+  if (!doc) return std::nullopt;
+  for (const slurm::Node& n : doc->nodes) {
+    if (n.name == name) return n;
+  }
+  return std::nullopt;
+}
+
+// `gpuwarden health --slurm-drain` as slurmd runs a HealthCheckProgram: a
+// minimal environment (no PATH), the node named by SLURMD_NODENAME. A fault
+// drains the node with a reason naming the GPU and the finding; healthy again
+// resumes it; a node an administrator drained is never touched.
+TEST_F(SlurmE2eTest, HealthDrainsOnFaultResumesWhenHealthyAndLeavesAdminDrains) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  auto as_slurmd = [&cluster](const std::string& node) {
+    RunOptions o = SimOptions();
+    o.env["SLURM_CONF"] = cluster.conf();
+    o.env["SLURMD_NODENAME"] = node;
+    o.env["PATH"] = std::nullopt;
+    o.env["HOME"] = std::nullopt;
+    return o;
+  };
+  auto health = [&](const std::string& scenario, const std::string& node) {
+    return RunProcess(
+        Gpuwarden({"--sim", ScenarioPath(scenario), "health", "--slurm-drain", "--no-kernel-log"}),
+        as_slurmd(node));
+  };
+  RunResult fault = health("ecc-double-bit.json", "n2");
+  EXPECT_EQ(fault.exit_code, 13) << fault.out << fault.err;
+  EXPECT_NE(fault.out.find("slurm: node n2: drained: gpuwarden: GPU 2 FAULT:"), std::string::npos)
+      << fault.out << fault.err;
+  std::optional<slurm::Node> n2 = NodeNamed(cluster, "n2");
+  ASSERT_TRUE(n2);
+  EXPECT_TRUE(n2->HasFlag("DRAIN"));
+  ASSERT_TRUE(n2->reason);
+  EXPECT_EQ(n2->reason->rfind("gpuwarden: GPU 2 FAULT: had 1 uncorrectable ECC error", 0), 0u)
+      << *n2->reason;
+  EXPECT_NE(n2->reason->find("ECC_DBE_VOLATILE"), std::string::npos) << *n2->reason;
+
+  // The same fault again: the drain stays as it is.
+  RunResult again = health("ecc-double-bit.json", "n2");
+  EXPECT_EQ(again.exit_code, 13);
+  EXPECT_NE(again.out.find("already drained by gpuwarden"), std::string::npos) << again.out;
+
+  RunResult healthy = health("healthy-idle.json", "n2");
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
+  EXPECT_NE(healthy.out.find("slurm: node n2: resumed: healthy again"), std::string::npos)
+      << healthy.out;
+  n2 = NodeNamed(cluster, "n2");
+  ASSERT_TRUE(n2);
+  EXPECT_FALSE(n2->HasFlag("DRAIN")) << n2->reason.value_or("");
+
+  // DEGRADED keeps the node in service by default; --on-degraded drain drains it.
+  RunResult degraded = health("hw-slowdown.json", "n2");
+  EXPECT_EQ(degraded.exit_code, 12);
+  EXPECT_FALSE(NodeNamed(cluster, "n2")->HasFlag("DRAIN"));
+  RunResult degraded_drain =
+      RunProcess(Gpuwarden({"--sim", ScenarioPath("hw-slowdown.json"), "health", "--slurm-drain",
+                            "--no-kernel-log", "--on-degraded", "drain"}),
+                 as_slurmd("n2"));
+  EXPECT_EQ(degraded_drain.exit_code, 12);
+  EXPECT_TRUE(NodeNamed(cluster, "n2")->HasFlag("DRAIN"));
+  EXPECT_EQ(health("healthy-idle.json", "n2").exit_code, 0);
+  EXPECT_FALSE(NodeNamed(cluster, "n2")->HasFlag("DRAIN"));
+
+  // An administrator's drain: neither a fault nor health changes it.
+  const std::string admin_reason = "admin: memory test until friday";
+  DrainedNode admin(cluster, "n1", admin_reason);
+  ASSERT_EQ(admin.result().exit_code, 0) << admin.result().err;
+  for (const char* scenario : {"ecc-double-bit.json", "healthy-idle.json"}) {
+    RunResult r = health(scenario, "n1");
+    EXPECT_NE(r.out.find("drained by an administrator (" + admin_reason + "): left as it is"),
+              std::string::npos)
+        << scenario << ": " << r.out << r.err;
+    std::optional<slurm::Node> n1 = NodeNamed(cluster, "n1");
+    ASSERT_TRUE(n1);
+    EXPECT_TRUE(n1->HasFlag("DRAIN")) << scenario;
+    EXPECT_EQ(n1->reason, admin_reason) << scenario;
+  }
+}
+
 // Without Slurm's clients, and with a client that never answers: one line
 // naming the command and the problem, exit 20, never a hang.
 TEST(SlurmClientE2e, MissingOrHungSlurmClientsAreNamedAndExit20) {
