@@ -77,10 +77,11 @@ int RunSlurmWhy(const SlurmWhyArgs& args, os::CommandRunner& runner) {
   const slurm::ClusterView view = slurm::BuildClusterView(look->sinfo, look->squeue);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   const std::optional<std::string> me = proc::LookupUserName(getuid());
+  const slurm::PendingExplainer explainer(view, look->squeue.jobs);
   std::vector<slurm::PendingExplanation> explained;
   for (const slurm::Job& job : look->squeue.jobs) {
     if (wanted ? job.id != *wanted : (job.state != "PENDING" || job.user != me)) continue;
-    explained.push_back(slurm::ExplainPendingJob(job, view, look->squeue.jobs, now));
+    explained.push_back(explainer.Explain(job, now));
   }
   if (wanted && explained.empty()) {
     std::fprintf(stderr,

@@ -1,6 +1,7 @@
 #include "slurm/pending_explain.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 #include "core/units.h"
@@ -12,6 +13,9 @@ namespace {
 // Slurm sets a pending job's start to about a year from now when it cannot
 // plan (running jobs without a time limit): not an estimate.
 constexpr int64_t kNoEstimateAfterS = 300LL * 24 * 3600;
+
+// Nodes named in one list before the rest is counted.
+constexpr size_t kListed = 8;
 
 std::string TypeLabel(const std::optional<std::string>& type) {
   return type ? *type : std::string("GPU");
@@ -76,29 +80,49 @@ void ExplainGpuResources(const Job& job, const ClusterView& view, int64_t now_un
   const std::string label = TypeLabel(type);
   const int64_t nodes_needed = per_node ? std::max<int64_t>(1, job.node_count.value_or(1)) : 1;
   const int64_t need_each = per_node ? per_node->count : per_job->count;
+  struct Candidate {
+    const NodeView* node;
+    TypeOnNode gpus;
+  };
+  std::vector<Candidate> in_service;
+  std::vector<std::string> unavailable;
+  size_t unavailable_count = 0;
   int64_t free_all = 0;
   int64_t most_on_one = 0;
   int64_t nodes_with_enough = 0;
-  std::vector<std::string> spread;
-  std::vector<std::string> unavailable;
   for (const NodeView& n : view.nodes) {
     const TypeOnNode t = CountType(n, type);
     if (t.total == 0) continue;
     if (n.availability != NodeAvailability::kTakesWork) {
-      unavailable.push_back(n.name + " (" + AvailabilityName(n.availability) +
-                            (n.reason ? ": " + *n.reason : std::string()) + ", " +
-                            Gpus(t.total, label) + ")");
+      if (++unavailable_count <= kListed) {
+        unavailable.push_back(n.name + " (" + AvailabilityName(n.availability) +
+                              (n.reason ? ": " + *n.reason : std::string()) + ", " +
+                              Gpus(t.total, label) + ")");
+      }
       continue;
     }
     free_all += t.free;
     most_on_one = std::max(most_on_one, t.free);
     if (t.free >= need_each) ++nodes_with_enough;
-    spread.push_back(n.name + " " + std::to_string(t.free) + " of " + std::to_string(t.total));
+    in_service.push_back({&n, t});
+  }
+  // The nodes with the most free first (the ones closest to taking it), a
+  // few named: a cluster of a thousand nodes is summed up, not listed.
+  std::stable_sort(
+      in_service.begin(), in_service.end(),
+      [](const Candidate& a, const Candidate& b) { return a.gpus.free > b.gpus.free; });
+  std::string where;
+  for (size_t i = 0; i < in_service.size() && i < kListed; ++i) {
+    where += (i ? ", " : "") + in_service[i].node->name + " " +
+             std::to_string(in_service[i].gpus.free) + " of " +
+             std::to_string(in_service[i].gpus.total);
+  }
+  if (in_service.size() > kListed) {
+    where += ", and " + Plural(static_cast<int64_t>(in_service.size() - kListed), "node") +
+             " with fewer";
   }
   const int64_t need_all = need_each * nodes_needed;
-  std::string where;
-  for (size_t i = 0; i < spread.size(); ++i) where += (i ? ", " : "") + spread[i];
-  if (spread.empty()) {
+  if (in_service.empty()) {
     out->evidence.push_back("No node that takes work has any " + label + ".");
   } else if (per_node && free_all >= need_all && nodes_with_enough < nodes_needed) {
     out->evidence.push_back("Fragmentation: it needs " + Gpus(need_each, label) + " " +
@@ -115,23 +139,32 @@ void ExplainGpuResources(const Job& job, const ClusterView& view, int64_t now_un
   for (const std::string& u : unavailable) {
     out->evidence.push_back("Not counted, the node does not take work: " + u + ".");
   }
-  // Which running jobs must end: on each node that could hold the request,
-  // the holders of that type, when freeing them would make room.
-  for (const NodeView& n : view.nodes) {
-    if (n.availability != NodeAvailability::kTakesWork) continue;
-    const TypeOnNode t = CountType(n, type);
-    const int64_t per_node_need = per_node ? need_each : std::min(need_each, t.total);
-    if (t.total < per_node_need || t.free >= per_node_need) continue;
-    std::string line =
-        n.name + ": " + Gpus(per_node_need - t.free, label) + " more must be freed; held by ";
+  if (unavailable_count > kListed) {
+    out->evidence.push_back("Not counted either: " +
+                            Plural(static_cast<int64_t>(unavailable_count - kListed), "more node") +
+                            " that do not take work (`sinfo -R`).");
+  }
+  // Which running jobs must end: on the nodes that could hold the request,
+  // those closest to it first (the fewest GPUs to free), a few named.
+  size_t could = 0;
+  for (const Candidate& c : in_service) {
+    const int64_t per_node_need = per_node ? need_each : std::min(need_each, c.gpus.total);
+    if (c.gpus.total < per_node_need || c.gpus.free >= per_node_need) continue;
+    if (++could > kListed) continue;
+    std::string line = c.node->name + ": " + Gpus(per_node_need - c.gpus.free, label) +
+                       " more must be freed; held by ";
     bool first = true;
-    for (const GpuHolder& h : n.holders) {
+    for (const GpuHolder& h : c.node->holders) {
       if (type && h.type != *type) continue;
       line += (first ? "" : ", ") + HolderLine(h, now_unix_s);
       first = false;
     }
     if (first) line += "no job Slurm lists (a node being set up or cleaned)";
     out->must_end.push_back(line);
+  }
+  if (could > kListed) {
+    out->must_end.push_back("… and " + Plural(static_cast<int64_t>(could - kListed), "more node") +
+                            " where more must be freed");
   }
 }
 
@@ -158,36 +191,52 @@ void ExplainNodes(const Job& job, const ClusterView& view, PendingExplanation* o
   }
 }
 
-void ExplainPriority(const Job& job, const std::vector<Job>& all_jobs, PendingExplanation* out) {
-  std::vector<const Job*> ahead;
-  for (const Job& j : all_jobs) {
-    if (j.id == job.id || j.state != "PENDING") continue;
-    if (job.partition && j.partition && *j.partition != *job.partition) continue;
-    if (j.priority.value_or(0) > job.priority.value_or(0)) ahead.push_back(&j);
-  }
-  std::sort(ahead.begin(), ahead.end(),
-            [](const Job* a, const Job* b) { return a->priority > b->priority; });
-  if (ahead.empty()) {
+// `ahead`: the waiting jobs of its partition, highest priority first.
+void ExplainPriority(const Job& job, const std::vector<const Job*>& partition_pending,
+                     PendingExplanation* out) {
+  const int64_t mine = job.priority.value_or(0);
+  const auto end =
+      std::partition_point(partition_pending.begin(), partition_pending.end(),
+                           [mine](const Job* j) { return j->priority.value_or(0) > mine; });
+  const size_t ahead = static_cast<size_t>(end - partition_pending.begin());
+  if (ahead == 0) {
     out->evidence.push_back("No waiting job of its partition has a higher priority now.");
     return;
   }
-  std::string line = Plural(static_cast<int64_t>(ahead.size()), "job") +
-                     (ahead.size() == 1 ? " of its partition waits" : " of its partition wait") +
+  std::string line = Plural(static_cast<int64_t>(ahead), "job") +
+                     (ahead == 1 ? " of its partition waits" : " of its partition wait") +
                      " ahead of it with a higher priority: ";
-  for (size_t i = 0; i < ahead.size() && i < 5; ++i) {
-    line += (i ? ", " : "") + std::string("job ") + std::to_string(ahead[i]->id) + " " +
-            ahead[i]->user.value_or("?") + " (priority " +
-            std::to_string(ahead[i]->priority.value_or(0)) + ", " + DescribeGpuRequest(*ahead[i]) +
-            ")";
+  for (size_t i = 0; i < ahead && i < 5; ++i) {
+    const Job& j = *partition_pending[i];
+    line += (i ? ", " : "") + std::string("job ") + std::to_string(j.id) + " " +
+            j.user.value_or("?") + " (priority " + std::to_string(j.priority.value_or(0)) + ", " +
+            DescribeGpuRequest(j) + ")";
   }
-  if (ahead.size() > 5) line += ", …";
+  if (ahead > 5) line += ", …";
   out->evidence.push_back(line + "; `sprio -l` shows the factors of each.");
 }
 
 }  // namespace
 
+PendingExplainer::PendingExplainer(const ClusterView& view, const std::vector<Job>& all_jobs)
+    : view_(view) {
+  for (const Job& j : all_jobs) {
+    if (j.state == "PENDING") pending_by_partition_[j.partition.value_or("")].push_back(&j);
+  }
+  for (auto& [partition, jobs] : pending_by_partition_) {
+    std::stable_sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) {
+      return a->priority.value_or(0) > b->priority.value_or(0);
+    });
+  }
+}
+
 PendingExplanation ExplainPendingJob(const Job& job, const ClusterView& view,
                                      const std::vector<Job>& all_jobs, int64_t now_unix_s) {
+  return PendingExplainer(view, all_jobs).Explain(job, now_unix_s);
+}
+
+PendingExplanation PendingExplainer::Explain(const Job& job, int64_t now_unix_s) const {
+  const ClusterView& view = view_;
   PendingExplanation out;
   out.job_id = job.id;
   out.user = job.user;
@@ -214,7 +263,9 @@ PendingExplanation ExplainPendingJob(const Job& job, const ClusterView& view,
   } else if (kind == WaitKind::kNodes || out.code == "PartitionConfig") {
     ExplainNodes(job, view, &out);
   } else if (out.code == "Priority") {
-    ExplainPriority(job, all_jobs, &out);
+    static const std::vector<const Job*> kNone;
+    const auto it = pending_by_partition_.find(job.partition.value_or(""));
+    ExplainPriority(job, it == pending_by_partition_.end() ? kNone : it->second, &out);
     ExplainGpuResources(job, view, now_unix_s, &out);
   } else if (out.code == "BeginTime") {
     if (job.restarts && *job.restarts > 0) {

@@ -98,9 +98,24 @@ TEST(PendingExplain, TooFewFreeGpusIsAShortageNotFragmentation) {
   const PendingExplanation e = w.Explain(Pending(9, "Resources", 2, "a100"));
   EXPECT_FALSE(Has(e.evidence, "Fragmentation")) << Joined(e.evidence);
   EXPECT_TRUE(Has(e.evidence,
-                  "It needs 2 a100 GPUs on one node; 1 a100 GPU is free (n1 0 of 2, "
-                  "n2 1 of 2 free)."))
+                  "It needs 2 a100 GPUs on one node; 1 a100 GPU is free (n2 1 of 2, "
+                  "n1 0 of 2 free)."))
       << Joined(e.evidence);
+}
+
+TEST(PendingExplain, ALargeClusterIsSummedUpNotListed) {
+  World w;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "g" + std::to_string(100 + i);
+    w.sinfo.nodes.push_back(GpuNode(name, "h100", 8, i == 0 ? 4 : 7));
+    w.squeue.jobs.push_back(Running(1000 + i, name, "h100", i == 0 ? 4 : 7));
+  }
+  const PendingExplanation e = w.Explain(Pending(9, "Resources", 8, "h100"));
+  EXPECT_TRUE(Has(e.evidence, "(g100 4 of 8, g101 1 of 8,")) << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, ", and 22 nodes with fewer free).")) << Joined(e.evidence);
+  ASSERT_EQ(e.must_end.size(), 9u) << Joined(e.must_end);
+  EXPECT_EQ(e.must_end[0].rfind("g100: 4 h100 GPUs more must be freed", 0), 0u) << e.must_end[0];
+  EXPECT_EQ(e.must_end[8], "… and 22 more nodes where more must be freed");
 }
 
 TEST(PendingExplain, DrainedNodesAreNotCountedAndAreNamed) {
