@@ -307,7 +307,10 @@ bool SlurmCluster::Launch(std::string* error) {
        // Nodes may claim more CPUs than this host has.
        << "SlurmdParameters=config_overrides\n"
        // A cancelled job's processes get SIGKILL 2 s after SIGTERM (default 30).
-       << "KillWait=2\n";
+       << "KillWait=2\n"
+       // A job of partition "high" preempts the jobs of "gpu" it needs the
+       // resources of; they are requeued (BeginTime, restart_cnt 1).
+       << "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n";
   std::string node_names;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const SlurmNodeSpec& n = nodes_[i];
@@ -317,7 +320,10 @@ bool SlurmCluster::Launch(std::string* error) {
     conf << " State=UNKNOWN\n";
     node_names += (node_names.empty() ? "" : ",") + n.name;
   }
-  conf << "PartitionName=gpu Nodes=" << node_names << " Default=YES MaxTime=INFINITE State=UP\n";
+  conf << "PartitionName=gpu Nodes=" << node_names
+       << " Default=YES MaxTime=INFINITE State=UP PriorityTier=1\n"
+       << "PartitionName=high Nodes=" << node_names
+       << " MaxTime=INFINITE State=UP PriorityTier=10\n";
   conf_ = d + "/slurm.conf";
   if (!WriteFile(conf_, conf.str(), 0644, error) ||
       !WriteFile(d + "/gres.conf", gres_conf, 0644, error)) {

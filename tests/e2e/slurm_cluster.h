@@ -32,7 +32,8 @@ struct SlurmNodeSpec {
   int cpus = 4;
 };
 
-// n1, n2: two a100 each; n3: two l40s.
+// n1, n2: two a100 each; n3: two l40s. Partitions: gpu (the default) and
+// high, whose jobs preempt gpu's by requeueing them.
 std::vector<SlurmNodeSpec> DefaultSlurmNodes();
 
 // Why Slurm cannot run here (a binary missing, not root), or nullopt.

@@ -346,6 +346,39 @@ TEST_F(SlurmE2eTest, WhySlurmExplainsHeldBeginTimeAndDrainedNodeWaits) {
       << why.out;
 }
 
+// A job of a higher partition takes the GPUs of a running job: Slurm requeues
+// it (BeginTime, a restart), and why --slurm says it was preempted.
+TEST_F(SlurmE2eTest, WhySlurmExplainsAPreemptionRequeue) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  std::string error;
+  auto low = cluster.Submit(
+      {"--job-name=low", "--partition=gpu", "--requeue", "--nodelist=n1", "--gres=gpu:a100:2"},
+      "sleep 60", &error);
+  ASSERT_TRUE(low) << error;
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(cluster, *low, Running, &seen)) << seen << "\n" << cluster.LogTails();
+  auto high =
+      cluster.Submit({"--job-name=high", "--partition=high", "--nodelist=n1", "--gres=gpu:a100:2"},
+                     "sleep 30", &error);
+  ASSERT_TRUE(high) << error;
+  auto requeued = WaitForJob(
+      cluster, *low,
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.restarts.value_or(0) >= 1; },
+      &seen);
+  ASSERT_TRUE(requeued) << seen << "\n" << cluster.LogTails();
+  ASSERT_TRUE(WaitForJob(cluster, *high, Running, &seen)) << seen;
+  RunResult why =
+      RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*low)}), cluster.ClientOptions());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_NE(why.out.find("It was requeued 1 time (preempted by a higher-priority job, or its "
+                         "launch failed)"),
+            std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("\"low\" (root) waits: " + requeued->reason.value_or("?")),
+            std::string::npos)
+      << why.out;
+}
+
 std::optional<slurm::Node> NodeNamed(const SlurmCluster& cluster, const std::string& name) {
   auto doc = Sinfo(cluster);
   if (!doc) return std::nullopt;
