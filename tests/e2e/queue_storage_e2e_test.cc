@@ -101,13 +101,20 @@ class QueueStorageE2e : public ::testing::Test {
 TEST_F(QueueStorageE2e, AFullDiskRefusesSubmitsWithTheCauseAndLosesNothing) {
   // A job that runs until told, and writes where the full disk is not.
   const std::string go = q().mark() + "/go";
+  const std::string started = q().mark() + "/started";
   std::optional<int64_t> runner =
       q().Submit({"--gpus", "0", "--", "sh", "-c",
-                  "while [ ! -e \"$MARK/go\" ]; do sleep 0.05; done; echo \"$GPUWARDEN_JOB_ID\" >> "
-                  "\"$MARK/ran\""});
+                  ": > \"$MARK/started\"; while [ ! -e \"$MARK/go\" ]; do sleep 0.05; done; "
+                  "echo \"$GPUWARDEN_JOB_ID\" >> \"$MARK/ran\""});
   ASSERT_TRUE(runner);
   Acknowledged()[*runner] = "succeeded";
   ASSERT_EQ(StateOf(q().WaitForState(*runner, "running")), "running");
+  // "running" is the daemon's word once it launched the supervisor; the
+  // supervisor still has to record the launch (on the disk about to fill)
+  // before it execs the command, and one that cannot record it does not run
+  // the job (the daemon puts it back in the queue). Fill the disk only once
+  // the command itself runs.
+  ASSERT_TRUE(Eventually([&] { return access(started.c_str(), F_OK) == 0; })) << q().Log();
 
   FillTheDisk();
   // The store may still fit a few writes in pages it already holds; every
