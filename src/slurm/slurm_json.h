@@ -100,8 +100,8 @@ struct Job {
   // nullopt when not set (0).
   std::optional<int64_t> start_time;
   std::optional<int64_t> priority;
-  std::optional<int64_t> node_count;      // nodes it runs on, or (pending) asks for
-  std::optional<int64_t> time_limit_min;  // minutes; nullopt: none given (or infinite)
+  std::optional<int64_t> node_count;          // nodes it runs on, or (pending) asks for
+  std::optional<int64_t> time_limit_min;      // minutes; nullopt: none given (or infinite)
   std::optional<std::string> required_nodes;  // --nodelist, a hostlist; nullopt when none
   std::optional<std::string> qos;
   std::optional<std::string> account;
