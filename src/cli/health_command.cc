@@ -108,7 +108,12 @@ bool ApplyToSlurm(const HealthArgs& args, slurm::NodeHealth health, const std::s
   if (decision.action == slurm::DrainAction::kDrain) {
     line += ": " + SanitizeForTerminal(decision.reason);
   }
-  Print(line);
+  // With --json, stdout holds the document alone.
+  if (args.json) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  } else {
+    Print(line);
+  }
   return true;
 }
 

@@ -193,7 +193,7 @@ int Main(int argc, char** argv) {
       "cluster",
       "A Slurm cluster's GPUs per node: total, allocated, free; who holds them; the jobs that "
       "wait and Slurm's reason (docs/slurm.md)");
-  cluster->add_flag("--json", cluster_args.json, "Machine-readable output (schema: docs/json.md)");
+  cluster->add_flag("--json", cluster_args.json, "Machine-readable output (schema: docs/slurm.md)");
   cluster
       ->add_option("--slurm-timeout", cluster_args.slurm_timeout_s,
                    "Deadline in seconds for each Slurm command (sinfo, squeue)")

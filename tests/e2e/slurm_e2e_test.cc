@@ -444,6 +444,14 @@ TEST_F(SlurmE2eTest, HealthDrainsOnFaultResumesWhenHealthyAndLeavesAdminDrains) 
   EXPECT_TRUE(NodeNamed(cluster, "n2")->HasFlag("DRAIN"));
   EXPECT_EQ(health("healthy-idle.json", "n2").exit_code, 0);
   EXPECT_FALSE(NodeNamed(cluster, "n2")->HasFlag("DRAIN"));
+  // With --json, stdout is the health document alone; the Slurm line goes to stderr.
+  RunResult json_run = RunProcess(Gpuwarden({"--sim", ScenarioPath("healthy-idle.json"), "health",
+                                             "--slurm-drain", "--no-kernel-log", "--json"}),
+                                  as_slurmd("n2"));
+  EXPECT_EQ(json_run.exit_code, 0) << json_run.err;
+  EXPECT_EQ(nlohmann::json::parse(json_run.out)["schema"], "gpuwarden.health") << json_run.out;
+  EXPECT_NE(json_run.err.find("slurm: node n2: healthy: nothing to do"), std::string::npos)
+      << json_run.err;
 
   // An administrator's drain: neither a fault nor health changes it.
   const std::string admin_reason = "admin: memory test until friday";
