@@ -14,6 +14,7 @@
 
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
+#include "lcg.h"
 
 namespace {
 
@@ -27,18 +28,7 @@ constexpr unsigned kGpus = 8;
 constexpr unsigned kProcessesPerGpu = 32;
 constexpr size_t kSamples = 60;
 
-// A small deterministic generator: the same server every run.
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed) {}
-  unsigned Next(unsigned bound) {
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<unsigned>((state_ >> 33) % bound);
-  }
-
- private:
-  uint64_t state_;
-};
+using gw::bench::Lcg;
 
 const char* const kUsers[] = {"alice", "bob",   "carol", "dave", "erin",    "frank",
                               "grace", "heidi", "ivan",  "judy", "mallory", "oscar"};

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "lcg.h"
 #include "queue/policy.h"
 
 namespace {
@@ -38,18 +39,7 @@ constexpr int64_t kNow = 1'800'000'000'000;
 constexpr unsigned kGpus = 8;
 constexpr unsigned kUsers = 50;
 
-// A small deterministic generator: the same queue every run.
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed) {}
-  unsigned Next(unsigned bound) {
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<unsigned>((state_ >> 33) % bound);
-  }
-
- private:
-  uint64_t state_;
-};
+using gw::bench::Lcg;
 
 struct Fixture {
   std::vector<Job> jobs;

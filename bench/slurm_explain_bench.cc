@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lcg.h"
 #include "render/slurm_why.h"
 #include "slurm/cluster_view.h"
 #include "slurm/pending_explain.h"
@@ -32,17 +33,7 @@ constexpr int kRunning = 5000;
 constexpr int kPending = 10000;
 constexpr int64_t kNow = 1'800'000'000;
 
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed) {}
-  unsigned Next(unsigned bound) {
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<unsigned>((state_ >> 33) % bound);
-  }
-
- private:
-  uint64_t state_;
-};
+using gw::bench::Lcg;
 
 const char* const kTypes[] = {"a100", "h100", "l40s"};
 const char* const kUsers[] = {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"};
