@@ -118,7 +118,10 @@ class DaemonImpl final : public Daemon {
       const size_t server_count = server_->AppendPollFds(fds);
       const int64_t now = clock.MonotonicMs();
       const int64_t wake = std::min(next_poll_ms_, table_->NextPassMs().value_or(next_poll_ms_));
-      const int timeout = static_cast<int>(std::clamp<int64_t>(wake - now, 0, 1000));
+      // A pass due now is INT64_MIN ("at once"): compared, never subtracted
+      // from (that overflowed; UBSan stopped the daemon under a burst of
+      // submits, and a wrapped difference would have been a 1 s wait).
+      const int timeout = wake <= now ? 0 : static_cast<int>(std::min<int64_t>(wake - now, 1000));
       const int n = poll(fds.data(), fds.size(), timeout);
       if (n < 0 && errno != EINTR) {
         log_->Error("poll: " + os::ErrnoText(errno));

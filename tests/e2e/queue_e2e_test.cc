@@ -269,7 +269,7 @@ TEST(QueueE2e, FiftyConcurrentSubmitsFromFiveClientsAllRunOnce) {
     });
   }
   for (auto& t : clients) t.join();
-  ASSERT_EQ(returned.size(), static_cast<size_t>(kClients * kEach));
+  ASSERT_EQ(returned.size(), static_cast<size_t>(kClients * kEach)) << "daemon log:\n" << q.Log();
 
   for (const auto& [id, tag] : returned) {
     json j = q.WaitForEnd(id);
