@@ -26,6 +26,7 @@
 
 #include "kmsg/scan.h"
 #include "os/errno_text.h"
+#include "os/file_io.h"
 #include "os/unique_fd.h"
 
 extern char** environ;
@@ -34,15 +35,8 @@ namespace gw::kmsg {
 namespace {
 
 using os::ErrnoText;
+using os::ReadSome;
 using os::UniqueFd;
-
-// read() that retries on EINTR. Returns bytes read, 0 at EOF, -1 with errno.
-ssize_t ReadSome(int fd, void* buf, size_t n) {
-  for (;;) {
-    const ssize_t r = read(fd, buf, n);
-    if (r >= 0 || errno != EINTR) return r;
-  }
-}
 
 // The first block of a log file, judged text or not.
 constexpr size_t kSniffBytes = 4096;

@@ -44,6 +44,13 @@ Result<std::string> WriteTemp(const std::string& dir, const std::string& name,
 
 }  // namespace
 
+ssize_t ReadSome(int fd, void* buf, size_t n) {
+  for (;;) {
+    const ssize_t r = read(fd, buf, n);
+    if (r >= 0 || errno != EINTR) return r;
+  }
+}
+
 bool WriteAll(int fd, std::string_view data) {
   const char* p = data.data();
   size_t left = data.size();

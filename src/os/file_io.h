@@ -4,6 +4,8 @@
 #ifndef GPUWARDEN_OS_FILE_IO_H_
 #define GPUWARDEN_OS_FILE_IO_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -15,6 +17,9 @@ namespace gw::os {
 // write(2) until all of `data` is written, retrying EINTR. false with errno
 // set on failure (a short write that makes no progress is EIO).
 bool WriteAll(int fd, std::string_view data);
+
+// read(2) once, retrying EINTR: bytes read, 0 at end of file, -1 with errno set.
+ssize_t ReadSome(int fd, void* buf, size_t n);
 
 struct ReadOptions {
   bool follow_symlinks = true;  // false: a symlink is refused (ELOOP, code "io").

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "os/errno_text.h"
+#include "os/file_io.h"
 #include "os/unique_fd.h"
 
 extern char** environ;
@@ -32,13 +33,6 @@ std::vector<std::string> ChildEnvironment(
     if (value) out.push_back(name + "=" + *value);
   }
   return out;
-}
-
-ssize_t ReadRetrying(int fd, char* buf, size_t n) {
-  for (;;) {
-    const ssize_t r = read(fd, buf, n);
-    if (r >= 0 || errno != EINTR) return r;
-  }
 }
 
 void Reap(pid_t pid, int* status) {
@@ -138,7 +132,7 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
     }
     for (int i = 0; i < 2; ++i) {
       if (!open[i] || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const ssize_t n = ReadRetrying(sources[i]->get(), buf, sizeof buf);
+      const ssize_t n = ReadSome(sources[i]->get(), buf, sizeof buf);
       if (n < 0) {
         failure = MakeError("io", name + ": reading its output: " + ErrnoText(errno));
         break;
