@@ -256,9 +256,11 @@ int RunSubmit(const RunArgs& args) {
     return Fail(kExitUnsatisfiable, *missing);
   }
 
+  // Built before connecting: the daemon then reads it as it accepts.
+  nlohmann::json request = {{"op", "submit"}, {"spec", queue::SpecToJson(spec)}};
   auto conn = Connect(args.socket);
   if (!conn.ok()) return ErrorExit(conn.error());
-  auto reply = conn->Call({{"op", "submit"}, {"spec", queue::SpecToJson(spec)}});
+  auto reply = conn->Call(std::move(request));
   if (!reply.ok()) return ErrorExit(reply.error());
   const auto submitted = IntOf(*reply, "job");
   if (!submitted) return Fail(kExitNoDaemon, "gpuwardend's submit reply has no job id");

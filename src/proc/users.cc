@@ -126,4 +126,17 @@ std::string UserNameOrUid(uid_t uid) {
   return name ? *name : "uid " + std::to_string(uid);
 }
 
+const std::string& UserNameCache::NameOrUid(uid_t uid, int64_t now_ms) {
+  auto it = entries_.find(uid);
+  if (it != entries_.end() && now_ms - it->second.looked_up_ms < ttl_ms_ &&
+      now_ms >= it->second.looked_up_ms) {
+    return it->second.name;
+  }
+  if (it == entries_.end() && entries_.size() >= kMaxEntries) entries_.clear();
+  Entry& e = entries_[uid];
+  e.name = lookup_(uid);
+  e.looked_up_ms = now_ms;
+  return e.name;
+}
+
 }  // namespace gw::proc

@@ -16,8 +16,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
@@ -62,6 +65,30 @@ std::optional<std::string> LookupUserName(uid_t uid);
 
 // LookupUserName, or "uid N" when there is no name.
 std::string UserNameOrUid(uid_t uid);
+
+// UserNameOrUid remembered per uid for `ttl_ms`: for a daemon that names the
+// caller of every request, where each lookup reads /etc/passwd (or asks
+// LDAP) again. A name changed in the database shows after at most ttl_ms.
+// Holds at most kMaxEntries uids (then starts over). Not thread-safe.
+class UserNameCache {
+ public:
+  static constexpr size_t kMaxEntries = 4096;
+  using Lookup = std::function<std::string(uid_t)>;
+
+  explicit UserNameCache(int64_t ttl_ms = 60'000, Lookup lookup = UserNameOrUid)
+      : ttl_ms_(ttl_ms), lookup_(std::move(lookup)) {}
+  // `now_ms`: a monotonic clock's milliseconds.
+  const std::string& NameOrUid(uid_t uid, int64_t now_ms);
+
+ private:
+  struct Entry {
+    std::string name;
+    int64_t looked_up_ms = 0;
+  };
+  int64_t ttl_ms_;
+  Lookup lookup_;
+  std::unordered_map<uid_t, Entry> entries_;
+};
 
 }  // namespace gw::proc
 

@@ -144,5 +144,40 @@ TEST(Users, SupplementaryGroupsGrowFromRoomForOne) {
   EXPECT_NE(std::find(groups->begin(), groups->end(), member_of), groups->end());
 }
 
+TEST(UserNameCache, AsksOncePerUidUntilTheEntryIsOld) {
+  std::vector<uid_t> asked;
+  int renames = 0;
+  UserNameCache cache(1000, [&](uid_t uid) {
+    asked.push_back(uid);
+    return "user" + std::to_string(uid) + "." + std::to_string(renames);
+  });
+  EXPECT_EQ(cache.NameOrUid(7, 0), "user7.0");
+  EXPECT_EQ(cache.NameOrUid(7, 999), "user7.0");
+  EXPECT_EQ(cache.NameOrUid(8, 10), "user8.0");
+  EXPECT_EQ(asked, (std::vector<uid_t>{7, 8}));
+  renames = 1;  // The database changed: seen once the entry is ttl old.
+  EXPECT_EQ(cache.NameOrUid(7, 1000), "user7.1");
+  EXPECT_EQ(asked, (std::vector<uid_t>{7, 8, 7}));
+  // A clock that went back (a fake, a bad monotonic source) asks again.
+  EXPECT_EQ(cache.NameOrUid(8, 5), "user8.1");
+  EXPECT_EQ(asked.size(), 4u);
+}
+
+TEST(UserNameCache, StaysBoundedUnderManyUids) {
+  size_t lookups = 0;
+  UserNameCache cache(60'000, [&](uid_t uid) {
+    ++lookups;
+    return std::to_string(uid);
+  });
+  for (uid_t uid = 0; uid < UserNameCache::kMaxEntries * 2 + 10; ++uid) {
+    EXPECT_EQ(cache.NameOrUid(uid, 0), std::to_string(uid));
+  }
+  EXPECT_EQ(lookups, UserNameCache::kMaxEntries * 2 + 10);
+  // Still correct, and still cached, for the uids since the last start-over.
+  const uid_t recent = UserNameCache::kMaxEntries * 2 + 9;
+  EXPECT_EQ(cache.NameOrUid(recent, 1), std::to_string(recent));
+  EXPECT_EQ(lookups, UserNameCache::kMaxEntries * 2 + 10);
+}
+
 }  // namespace
 }  // namespace gw::proc

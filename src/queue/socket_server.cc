@@ -116,7 +116,8 @@ void SocketServer::Accept() {
       continue;
     }
     Client c;
-    c.caller = {cred.uid, cred.gid, cred.pid, proc::UserNameOrUid(cred.uid)};
+    c.caller = {cred.uid, cred.gid, cred.pid,
+                user_names_.NameOrUid(cred.uid, clock_.MonotonicMs())};
     if (!system_mode_ && cred.uid != geteuid() && cred.uid != 0) {
       // A personal daemon serves its own user only.
       c.out = ErrorReply("forbidden", "this gpuwardend serves " + proc::UserNameOrUid(geteuid()) +
@@ -127,7 +128,12 @@ void SocketServer::Accept() {
     }
     const int raw = fd.get();
     c.fd = std::move(fd);
-    clients_.emplace(raw, std::move(c));
+    Client& added = clients_.emplace(raw, std::move(c)).first->second;
+    // A client sends its request right after connecting: it is usually
+    // here already, and answering now saves a trip through poll (a wake-up
+    // of this thread) on every short-lived client, such as a submit from a
+    // shell. Nothing there yet: poll reports it as for any client.
+    if (!added.closing) ReadClient(added);
   }
 }
 

@@ -29,6 +29,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "os/unique_fd.h"
+#include "proc/users.h"
 #include "queue/ops.h"
 
 namespace gw::queue {
@@ -86,6 +87,7 @@ class SocketServer {
   bool system_mode_;
   const Clock& clock_;
   Handler handler_;
+  proc::UserNameCache user_names_;  // Each request names its caller.
   os::UniqueFd listen_fd_;
   std::map<int, Client> clients_;
   std::vector<int> polled_;  // Client fds in the order AppendPollFds gave them.

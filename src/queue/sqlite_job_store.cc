@@ -33,7 +33,7 @@ constexpr int32_t kApplicationId = 0x47575144;
 // own transaction together with the user_version bump, so a crash leaves the
 // file at one version or the next, never between. Append only: a shipped
 // migration is never edited.
-constexpr std::array<const char*, 1> kMigrations = {
+constexpr std::array<const char*, 2> kMigrations = {
     // 1: the jobs table. STRICT so that a value of the wrong type is an error
     // at the write, not a surprise at the read. The JobSpec's byte strings
     // (name, argv, cwd, env) and every other string that comes from a user or
@@ -76,6 +76,16 @@ CREATE INDEX jobs_by_state ON jobs(state);
 CREATE INDEX jobs_by_uid ON jobs(uid);
 CREATE INDEX jobs_by_end ON jobs(end_unix_ms);
 PRAGMA application_id = 1196904772;
+)sql",
+    // 2: fewer pages written, and synced, by a submit. Every index an insert
+    // touches is one more page in the write-ahead log before the reply (a
+    // submit wrote 7 pages). jobs_by_end holds ended jobs only (the usage
+    // query's `end_unix_ms >= ?` implies it); jobs_by_uid goes: `jobs --mine`
+    // reads newest first and stops at its limit.
+    R"sql(
+DROP INDEX jobs_by_uid;
+DROP INDEX jobs_by_end;
+CREATE INDEX jobs_by_end ON jobs(end_unix_ms) WHERE end_unix_ms IS NOT NULL;
 )sql",
 };
 static_assert(kApplicationId == 1196904772, "keep migration 1's application_id in step");
@@ -655,9 +665,16 @@ Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& 
   if (rc != SQLITE_OK) return store->SqlError("opening");
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   // Connection-only settings first: they do not touch the file.
-  if (Status s = store->Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
-                             "setting up the connection");
-      !s.ok()) {
+  // The write-ahead log is checkpointed, and then written again from its
+  // start, every kWalCheckpointPages pages instead of SQLite's 1,000: a
+  // commit that overwrites the log in place syncs data only, one that grows
+  // the file syncs its size too (0.1 ms more per submit here), and with
+  // 1,000 pages the log of a freshly started daemon grew for its first ~330
+  // submits.
+  const std::string settings = fmt::format(
+      "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = {};",
+      kWalCheckpointPages);
+  if (Status s = store->Exec(settings.c_str(), "setting up the connection"); !s.ok()) {
     return s.error();
   }
 
@@ -937,11 +954,15 @@ Result<StorePragmas> SqliteJobStore::Pragmas() {
   Result<int64_t> sync = QueryInt(db_, "PRAGMA synchronous");
   Result<int64_t> fk = QueryInt(db_, "PRAGMA foreign_keys");
   Result<int64_t> busy = QueryInt(db_, "PRAGMA busy_timeout");
-  if (!mode.ok() || !sync.ok() || !fk.ok() || !busy.ok()) return SqlError("reading settings");
+  Result<int64_t> checkpoint = QueryInt(db_, "PRAGMA wal_autocheckpoint");
+  if (!mode.ok() || !sync.ok() || !fk.ok() || !busy.ok() || !checkpoint.ok()) {
+    return SqlError("reading settings");
+  }
   p.journal_mode = *mode;
   p.synchronous = static_cast<int>(*sync);
   p.foreign_keys = *fk != 0;
   p.busy_timeout_ms = static_cast<int>(*busy);
+  p.wal_autocheckpoint_pages = static_cast<int>(*checkpoint);
   return p;
 }
 

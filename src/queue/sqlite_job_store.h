@@ -54,6 +54,7 @@ struct StorePragmas {
   int synchronous = 0;       // 2 = FULL.
   bool foreign_keys = false;
   int busy_timeout_ms = 0;
+  int wal_autocheckpoint_pages = 0;  // kWalCheckpointPages.
 };
 
 // The cause of a write failure the disk made, for the "unwritable" message:
@@ -67,6 +68,7 @@ class SqliteJobStore final : public JobStore {
   // How long a write waits for another connection's write to finish before
   // it fails with code "store".
   static constexpr int kBusyTimeoutMs = 10'000;
+  static constexpr int kWalCheckpointPages = 100;
 
   // The schema version this build writes; Open migrates older files to it.
   static int LatestSchemaVersion();
@@ -74,7 +76,8 @@ class SqliteJobStore final : public JobStore {
   // Opens or creates the database at `path`; its directory must exist.
   // The file is made mode 0600 (it holds users' environments); an existing
   // file with any other mode is changed to 0600. The connection runs in WAL
-  // mode with synchronous=FULL, foreign keys on and kBusyTimeoutMs.
+  // mode with synchronous=FULL, foreign keys on, kBusyTimeoutMs and a checkpoint
+  // every kWalCheckpointPages.
   // An older schema is migrated, each step in its own transaction. Refused,
   // its contents left byte-for-byte as they were (only the mode is fixed):
   // a schema newer than LatestSchemaVersion(), and a SQLite file that belongs

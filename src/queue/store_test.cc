@@ -90,6 +90,28 @@ std::string RawQuery(const std::string& path, const std::string& sql) {
   return out;
 }
 
+// EXPLAIN QUERY PLAN's details for `sql`, joined by "; ".
+std::string QueryPlan(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+    if (sqlite3_prepare_v2(db, explain.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        if (const unsigned char* detail = sqlite3_column_text(stmt, 3)) {
+          out += (out.empty() ? "" : "; ") + std::string(reinterpret_cast<const char*>(detail));
+        }
+      }
+    } else {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
 // Every byte but NUL, and sequences that are not UTF-8.
 std::string AwkwardBytes() {
   std::string s;
@@ -538,6 +560,7 @@ TEST_F(StoreTest, ConnectionUsesWalSynchronousFullForeignKeysAndBusyTimeout) {
   EXPECT_EQ(p->synchronous, 2);  // FULL.
   EXPECT_TRUE(p->foreign_keys);
   EXPECT_EQ(p->busy_timeout_ms, SqliteJobStore::kBusyTimeoutMs);
+  EXPECT_EQ(p->wal_autocheckpoint_pages, SqliteJobStore::kWalCheckpointPages);
   // WAL is a property of the file: another connection sees it too.
   EXPECT_EQ(RawQuery(path_, "PRAGMA journal_mode"), "wal");
 }
@@ -553,12 +576,54 @@ TEST_F(StoreTest, SchemaVersionIsTheLatestAndMarkedInTheFile) {
   // The indexes the daemon's queries need.
   EXPECT_EQ(RawQuery(path_,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND "
-                     "name IN ('jobs_by_state', 'jobs_by_uid')"),
+                     "name IN ('jobs_by_state', 'jobs_by_end')"),
             "2");
+  // A waiting job is not in jobs_by_end: a submit writes one index page less.
+  EXPECT_EQ(RawQuery(path_,
+                     "SELECT sql LIKE '%WHERE end_unix_ms IS NOT NULL%' FROM sqlite_schema "
+                     "WHERE name = 'jobs_by_end'"),
+            "1");
   store.reset();
   store = OpenOk(path_);  // Reopening an up-to-date file changes nothing.
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_version(), SqliteJobStore::LatestSchemaVersion());
+}
+
+TEST_F(StoreTest, AVersion1FileIsMigratedWithItsJobs) {
+  JobId id = 0;
+  {
+    auto store = OpenOk(path_);
+    ASSERT_NE(store, nullptr);
+    Job ended = SimpleJob(1, JobState::kSucceeded);
+    ended.end_unix_ms = 5000;
+    Result<JobId> inserted = store->Insert(ended);
+    ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+    id = *inserted;
+  }
+  // Back to schema 1's indexes, as a file written by an older daemon.
+  RawQuery(path_, "DROP INDEX jobs_by_end");
+  RawQuery(path_, "CREATE INDEX jobs_by_uid ON jobs(uid)");
+  RawQuery(path_, "CREATE INDEX jobs_by_end ON jobs(end_unix_ms)");
+  RawQuery(path_, "PRAGMA user_version = 1");
+  ASSERT_EQ(RawQuery(path_, "PRAGMA user_version"), "1");
+
+  auto store = OpenOk(path_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), SqliteJobStore::LatestSchemaVersion());
+  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM sqlite_schema WHERE name = 'jobs_by_uid'"), "0");
+  EXPECT_EQ(RawQuery(path_,
+                     "SELECT sql LIKE '%WHERE end_unix_ms IS NOT NULL%' FROM sqlite_schema "
+                     "WHERE name = 'jobs_by_end'"),
+            "1");
+  Result<std::optional<Job>> job = store->Get(id);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  ASSERT_TRUE(job->has_value());
+  EXPECT_EQ((*job)->end_unix_ms, std::optional<int64_t>(5000));
+  // The usage query's ended half still reads through the (partial) index.
+  EXPECT_THAT(
+      QueryPlan(path_,
+                "SELECT uid FROM jobs WHERE end_unix_ms >= ?1 AND start_unix_ms IS NOT NULL"),
+      HasSubstr("jobs_by_end"));
 }
 
 TEST_F(StoreTest, NewFilesAreMode0600WhateverTheUmask) {
