@@ -77,6 +77,16 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
 
 namespace {
 
+// --slurm (and its deadline) on queue, jobs and cancel.
+void AddSlurmFlag(CLI::App* sub, QueueArgs& args, const char* help) {
+  sub->add_flag("--slurm", args.slurm, std::string(help) + " (docs/slurm.md)");
+  sub->add_option("--slurm-timeout", args.slurm_timeout_s,
+                  "With --slurm: deadline in seconds for each Slurm command")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+}
+
 void AddRun(CLI::App& app, QueueCommands& q) {
   RunArgs& run_args = q.run_args;
   CLI::App* run = app.add_subcommand(
@@ -112,6 +122,14 @@ void AddRun(CLI::App& app, QueueCommands& q) {
                 "Stream its output and exit with its status; Ctrl-C cancels it (default on a "
                 "terminal)");
   run->add_flag("--detach", run_args.detach, "Print the job id and return at once");
+  run->add_flag("--slurm", run_args.slurm,
+                "Submit it to the Slurm cluster with sbatch instead: --gpus, --vram, "
+                "--time-limit, --name and --after become Slurm requests (docs/slurm.md)");
+  run->add_option("--slurm-timeout", run_args.slurm_timeout_s,
+                  "With --slurm: deadline in seconds for each Slurm command")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
   run->add_option("command", run_args.command, "The command and its arguments, after --")
       ->required();
   q.run = run;
@@ -120,6 +138,7 @@ void AddRun(CLI::App& app, QueueCommands& q) {
 void AddQueue(CLI::App& app, QueueCommands& q) {
   q.queue = app.add_subcommand("queue", "Running and waiting jobs, and why each waits");
   q.queue->add_flag("--json", q.queue_args.json, "Machine-readable output (docs/protocol.md)");
+  AddSlurmFlag(q.queue, q.queue_args, "The Slurm cluster's running and waiting jobs instead");
 }
 
 void AddJobs(CLI::App& app, QueueCommands& q) {
@@ -129,6 +148,7 @@ void AddJobs(CLI::App& app, QueueCommands& q) {
   jobs->add_flag("--json", queue_args.json, "Machine-readable output (docs/protocol.md)");
   jobs->add_flag("--all", queue_args.all, "Every job, not only the latest 50");
   jobs->add_flag("--mine", queue_args.mine, "Only your jobs");
+  AddSlurmFlag(jobs, queue_args, "Your Slurm jobs instead (those squeue still lists)");
   jobs->add_option("jobs", queue_args.ids,
                    "Show these jobs in full (with their environment and directory, for their "
                    "owner and root)")
@@ -143,6 +163,7 @@ void AddControl(CLI::App& app, QueueCommands& q, std::string_view op) {
                                           : op == "hold" ? "Keep waiting jobs from starting"
                                                          : "Let held jobs start again");
   c->add_option("jobs", q.queue_args.ids, "Job ids")->required()->type_name("JOB...");
+  if (op == "cancel") AddSlurmFlag(c, q.queue_args, "Cancel these Slurm jobs (scancel)");
   q.controls[std::string(op)] = c;
 }
 
@@ -180,6 +201,12 @@ std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string&
   }
   if (parsed(q.logs)) return RunLogs(q.queue_args);
   return std::nullopt;
+}
+
+bool WantsSlurm(const QueueCommands& q) {
+  auto parsed = [](const CLI::App* sub) { return sub != nullptr && sub->parsed(); };
+  if (parsed(q.run)) return q.run_args.slurm;
+  return q.queue_args.slurm;
 }
 
 std::string_view SubcommandOf(int argc, char** argv) {

@@ -54,6 +54,10 @@ void AddQueueSubcommands(CLI::App& app, QueueCommands& q, std::string_view only 
 // its exit code; nullopt when none was.
 std::optional<int> RunParsedQueueSubcommand(QueueCommands& q, const std::string& socket);
 
+// After app.parse(): the parsed queue subcommand asked for Slurm (--slurm),
+// which gpuwarden-tools runs (slurm_queue_command.h), not the front.
+bool WantsSlurm(const QueueCommands& q);
+
 // app.parse(argc, argv) with gpuwarden's answers to what stops a parse:
 // --help and --version printed (0), a usage error named in one line on
 // stderr (kExitUsage). nullopt: parsed, go on.

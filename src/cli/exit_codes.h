@@ -27,7 +27,7 @@ enum ExitCode : int {
   kExitStorageRefused = 18,   // It could not store the request (its disk refused): nothing done.
   kExitUnsatisfiable = 19,    // The job can never run on this server: not queued.
 
-  // The Slurm commands (cluster, why --slurm, health --slurm-drain).
+  // The Slurm commands (cluster, why --slurm, health --slurm-drain, run/queue/jobs/cancel --slurm).
   kExitSlurmUnavailable = 20,  // Slurm could not be asked: clients missing, no answer, bad output.
 
   // `why` and `health` report their verdict in the exit code.
@@ -61,7 +61,8 @@ inline constexpr const char* kExitCodeHelp =
     " 18  gpuwardend could not store the request (its disk refused): nothing was done\n"
     " 19  the job can never run on this server (--gpus, --vram, --after, or a command\n"
     "     that does not exist): it was not queued\n"
-    "cluster, why --slurm, health --slurm-drain:\n"
+    "     (with --slurm: 16 Slurm refused the job, 19 no node of the cluster can hold it)\n"
+    "cluster, why --slurm, health --slurm-drain, run/queue/jobs/cancel --slurm:\n"
     " 20  Slurm could not be asked: sinfo/squeue/scontrol missing, the controller not\n"
     "     answering, output gpuwarden does not understand, or the node not changed\n"
     "run --wait: the job's own exit status (128+N when signal N killed it); 1 when it\n"

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,7 +35,9 @@ std::string ToolsPath() {
   return dir + "/gpuwarden-tools";
 }
 
-int RunQueueCommand(std::string_view subcommand, int argc, char** argv) {
+// The exit code; nullopt: the command line asks for what only
+// gpuwarden-tools does (--slurm).
+std::optional<int> RunQueueCommand(std::string_view subcommand, int argc, char** argv) {
   CLI::App app{gw::cli::kDescription, "gpuwarden"};
   app.footer(gw::cli::kExitCodeHelp);
   app.require_subcommand(1);
@@ -44,6 +47,7 @@ int RunQueueCommand(std::string_view subcommand, int argc, char** argv) {
   gw::cli::QueueCommands queue;
   gw::cli::AddQueueSubcommands(app, queue, subcommand);
   if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
+  if (gw::cli::WantsSlurm(queue)) return std::nullopt;
   return gw::cli::RunParsedQueueSubcommand(queue, socket).value_or(gw::cli::kExitUsage);
 }
 
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
   const std::string_view subcommand = gw::cli::SubcommandOf(argc, argv);
   if (gw::cli::IsQueueSubcommand(subcommand)) {
     try {
-      return RunQueueCommand(subcommand, argc, argv);
+      if (std::optional<int> code = RunQueueCommand(subcommand, argc, argv)) return *code;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gpuwarden: internal error: %s\n", e.what());
       return gw::cli::kExitInternal;

@@ -15,6 +15,7 @@
 #include "cli/cluster_command.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
+#include "cli/slurm_queue_command.h"
 #include "cli/status_command.h"
 #include "cli/watch_command.h"
 #include "cli/why_command.h"
@@ -237,6 +238,10 @@ int Main(int argc, char** argv) {
   }
   watch_args.socket = socket;
   if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
+  if (gw::cli::WantsSlurm(queue)) {
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunParsedSlurmSubcommand(queue, runner);
+  }
   if (auto code = gw::cli::RunParsedQueueSubcommand(queue, socket)) return *code;
   return gw::cli::kExitUsage;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/exit_codes.h"
+#include "cli/interrupt.h"
 #include "cli/terminal.h"
 #include "core/json_out.h"
 #include "core/text.h"
@@ -31,11 +32,6 @@ namespace gw::cli {
 namespace {
 
 using nlohmann::json;
-
-// The signal that asked `run --wait` to stop (SIGINT, SIGTERM); 0 = none.
-std::atomic<int> g_interrupted{0};
-
-void OnInterrupt(int sig) { g_interrupted = sig; }
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
@@ -200,10 +196,9 @@ int ExitCodeForError(const Error& e) {
   return kExitRefusedByDaemon;
 }
 
-int RunSubmit(const RunArgs& args) {
+std::optional<int> SpecFromRunArgs(const RunArgs& args, queue::JobSpec& spec) {
   if (args.command.empty()) return Fail(kExitUsage, "run: give the command after --");
   if (args.wait && args.detach) return Fail(kExitUsage, "--wait and --detach exclude each other");
-  queue::JobSpec spec;
   spec.argv = args.command;
   spec.name = args.name;
   char cwd[4096];
@@ -255,6 +250,12 @@ int RunSubmit(const RunArgs& args) {
   if (auto missing = MissingCommand(spec.argv[0], spec.env)) {
     return Fail(kExitUnsatisfiable, *missing);
   }
+  return std::nullopt;
+}
+
+int RunSubmit(const RunArgs& args) {
+  queue::JobSpec spec;
+  if (std::optional<int> refused = SpecFromRunArgs(args, spec)) return *refused;
 
   // Built before connecting: the daemon then reads it as it accepts.
   nlohmann::json request = {{"op", "submit"}, {"spec", queue::SpecToJson(spec)}};
@@ -271,16 +272,13 @@ int RunSubmit(const RunArgs& args) {
     return kExitOk;
   }
   std::fprintf(stderr, "gpuwarden: job %lld submitted\n", static_cast<long long>(id));
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  CatchInterrupts();
   uint64_t offsets[2] = {0, 0};
   std::string last_reason;
   std::string last_state;
   int interrupted_by = 0;  // The first signal that asked us to stop.
   for (;;) {
-    if (const int sig = g_interrupted.exchange(0); sig != 0) {
+    if (const int sig = TakeInterrupt(); sig != 0) {
       if (interrupted_by != 0) {
         // A second Ctrl-C: stop waiting for a job that takes its grace.
         std::fprintf(stderr, "gpuwarden: job %lld is still stopping; no longer waiting for it\n",

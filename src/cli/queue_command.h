@@ -6,12 +6,14 @@
 #define GPUWARDEN_CLI_QUEUE_COMMAND_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "queue/job.h"
 
 namespace gw::cli {
 
@@ -29,9 +31,18 @@ struct RunArgs {
   bool preemptible = false;
   bool wait = false;
   bool detach = false;
+  bool slurm = false;  // --slurm: submit with sbatch (slurm_queue_command.h)
+  double slurm_timeout_s = 20;
   std::vector<std::string> command;  // after --
 };
 int RunSubmit(const RunArgs& args);
+
+// The job `run` asks for, from its command line (the working directory,
+// environment and umask of this process; the command looked up as the
+// supervisor will); nullopt when it is valid, else the exit code after one
+// line on stderr naming the bad value (kExitUsage) or the missing command
+// (kExitUnsatisfiable).
+std::optional<int> SpecFromRunArgs(const RunArgs& args, queue::JobSpec& spec);
 
 struct QueueArgs {
   std::string socket;
@@ -42,6 +53,8 @@ struct QueueArgs {
   std::vector<int64_t> ids;    // jobs (shown in full) / cancel / hold / release / logs
   bool stderr_stream = false;  // logs --stderr
   bool follow = false;         // logs -f
+  bool slurm = false;          // queue / jobs / cancel --slurm (slurm_queue_command.h)
+  double slurm_timeout_s = 20;
 };
 int RunQueue(const QueueArgs& args);                           // `gpuwarden queue`
 int RunJobs(const QueueArgs& args);                            // `gpuwarden jobs [--json] [JOB...]`

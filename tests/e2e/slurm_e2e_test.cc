@@ -1,6 +1,7 @@
 // The Slurm test cluster itself (tests/e2e/slurm_cluster.h), started once for
 // this binary: three nodes, six fake GPUs, jobs that run and jobs that wait,
 // read through gw_slurm's parsers of `sinfo --json` / `squeue --json`.
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -502,6 +503,118 @@ TEST(SlurmClientE2e, MissingOrHungSlurmClientsAreNamedAndExit20) {
                           "contact slurm controller"),
             std::string::npos)
       << down.err;
+}
+
+// `gpuwarden ARGS` run in `dir` (where sbatch puts slurm-N.out).
+std::vector<std::string> GpuwardenIn(const std::string& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", dir};
+  const std::vector<std::string> gw = Gpuwarden(std::move(args));
+  argv.insert(argv.end(), gw.begin(), gw.end());
+  return argv;
+}
+
+// `run --slurm` end to end: --vram becomes the GPU type that has that much,
+// the command's arguments arrive unparsed, its output is streamed and its
+// status is run's.
+TEST_F(SlurmE2eTest, RunSlurmWaitsStreamsAndExitsWithTheJobsStatus) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  TempDir dir;
+  RunOptions options = cluster.ClientOptions();
+  options.timeout_s = kJobTimeoutS;
+  RunResult r =
+      RunProcess(GpuwardenIn(dir.path(), {"run", "--slurm", "--wait", "--vram", "45G", "--name",
+                                          "gw-run", "--", "/bin/sh", "-c",
+                                          "echo \"out-$SLURM_JOB_ID on $SLURMD_NODENAME\"; "
+                                          "echo \"args:$1|$2\"; exit 3",
+                                          "sh", "a b", "$HOME 'q'"}),
+                 options);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err << cluster.LogTails();
+  // a100 counts as 40 GB: only n3's l40s (48 GB) have 45G.
+  EXPECT_NE(r.err.find("--vram 45 GiB: asking for l40s GPUs (48 GiB)"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("running on n3") != std::string::npos ||
+              r.err.find("ran on n3") != std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("failed with status 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(" on n3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("args:a b|$HOME 'q'\n"), std::string::npos) << r.out;
+  // The wrapper script was removed once sbatch had read it.
+  for (const auto& e : std::filesystem::directory_iterator("/tmp")) {
+    EXPECT_EQ(e.path().filename().string().rfind("gpuwarden-sbatch-", 0), std::string::npos)
+        << e.path();
+  }
+
+  RunResult zero = RunProcess(
+      GpuwardenIn(dir.path(), {"run", "--slurm", "--wait", "--gpus", "0", "--", "true"}), options);
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_NE(zero.err.find("completed"), std::string::npos) << zero.err;
+}
+
+TEST_F(SlurmE2eTest, RunSlurmDetachedThenJobsQueueAndCancel) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  TempDir dir;
+  RunOptions options = cluster.ClientOptions();
+  RunResult sub = RunProcess(
+      GpuwardenIn(dir.path(), {"run", "--slurm", "--detach", "--gpus", "2", "--time-limit", "90s",
+                               "--name", "gw-long", "--", "sleep", "300"}),
+      options);
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const int64_t id = std::stoll(sub.out);
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(cluster, id, Running, &seen)) << seen;
+  RunResult show = cluster.Run({"scontrol", "-o", "show", "job", std::to_string(id)});
+  // --time-limit 90s: Slurm counts whole minutes, rounded up.
+  EXPECT_NE(show.out.find("TimeLimit=00:02:00"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("JobName=gw-long"), std::string::npos) << show.out;
+
+  RunResult jobs = RunProcess(Gpuwarden({"jobs", "--slurm"}), options);
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_NE(jobs.out.find("\n" + std::to_string(id) + " "), std::string::npos) << jobs.out;
+  EXPECT_NE(jobs.out.find("(jobs of root)"), std::string::npos) << jobs.out;
+  EXPECT_NE(jobs.out.find("gw-long"), std::string::npos) << jobs.out;
+  EXPECT_NE(jobs.out.find("running"), std::string::npos) << jobs.out;
+
+  RunResult queue = RunProcess(Gpuwarden({"queue", "--slurm", "--json"}), options);
+  ASSERT_EQ(queue.exit_code, 0) << queue.err;
+  const nlohmann::json doc = nlohmann::json::parse(queue.out);
+  EXPECT_EQ(doc["schema"], "gpuwarden.slurm_jobs");
+  ASSERT_EQ(doc["jobs"].size(), 1u) << queue.out;
+  EXPECT_EQ(doc["jobs"][0]["id"], id);
+  EXPECT_EQ(doc["jobs"][0]["state"], "RUNNING");
+  EXPECT_EQ(doc["jobs"][0]["wants"], "2 gpu per node");
+
+  RunResult cancel = RunProcess(Gpuwarden({"cancel", "--slurm", std::to_string(id)}), options);
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(cancel.out,
+            "Slurm job " + std::to_string(id) + ": cancelling (Slurm signals it, then ends it)\n");
+  ASSERT_TRUE(WaitForJob(
+      cluster, id, [](const slurm::Job& j) { return j.state == "CANCELLED"; }, &seen))
+      << seen;
+  RunResult again = RunProcess(Gpuwarden({"cancel", "--slurm", "999999"}), options);
+  EXPECT_EQ(again.exit_code, 16) << again.out;
+  EXPECT_NE(again.err.find("Slurm job 999999: no such job"), std::string::npos) << again.err;
+  RunResult ended = RunProcess(Gpuwarden({"cancel", "--slurm", std::to_string(id)}), options);
+  EXPECT_EQ(ended.exit_code, 16) << ended.out;
+  EXPECT_NE(ended.err.find("already ended (CANCELLED)"), std::string::npos) << ended.err;
+}
+
+TEST_F(SlurmE2eTest, RunSlurmRefusesWhatNoNodeCanHold) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  TempDir dir;
+  RunResult r = RunProcess(
+      GpuwardenIn(dir.path(), {"run", "--slurm", "--detach", "--vram", "100G", "--", "true"}),
+      cluster.ClientOptions());
+  EXPECT_EQ(r.exit_code, 19) << r.err;
+  EXPECT_NE(r.err.find("no GPU type of the cluster has that much memory (a100 40 GiB, l40s 48 "
+                       "GiB); not submitted"),
+            std::string::npos)
+      << r.err;
+  RunResult window = RunProcess(GpuwardenIn(dir.path(), {"run", "--slurm", "--detach", "--window",
+                                                         "01:00-02:00", "--", "true"}),
+                                cluster.ClientOptions());
+  EXPECT_EQ(window.exit_code, 2) << window.err;
+  EXPECT_NE(window.err.find("--window: Slurm decides when jobs start"), std::string::npos)
+      << window.err;
 }
 
 }  // namespace
