@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -548,6 +549,37 @@ TEST_F(SlurmE2eTest, RunSlurmWaitsStreamsAndExitsWithTheJobsStatus) {
       GpuwardenIn(dir.path(), {"run", "--slurm", "--wait", "--gpus", "0", "--", "true"}), options);
   EXPECT_EQ(zero.exit_code, 0) << zero.err;
   EXPECT_NE(zero.err.find("completed"), std::string::npos) << zero.err;
+}
+
+// Ctrl-C on `run --slurm --wait`: the job is cancelled in Slurm and run
+// exits 130 once it has ended, as the local run does.
+TEST_F(SlurmE2eTest, CtrlCOnRunSlurmCancelsTheJob) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  TempDir dir;
+  TestChild::Options options;
+  options.env = cluster.ClientOptions().env;
+  options.output = dir.path() + "/run.log";
+  TestChild run(GpuwardenIn(dir.path(), {"run", "--slurm", "--wait", "--name", "gw-ctrl-c", "--",
+                                         "/bin/sh", "-c", "echo started; sleep 300"}),
+                options);
+  ASSERT_GT(run.pid(), 0);
+  auto log = [&] { return ReadFileOrEmpty(*options.output); };
+  ASSERT_TRUE(
+      WaitUntil([&] { return log().find("started\n") != std::string::npos; }, kJobTimeoutS, 0.1))
+      << log() << cluster.LogTails();
+  ASSERT_EQ(kill(run.pid(), SIGINT), 0);
+  const std::optional<int> code = run.WaitForExit(kJobTimeoutS);
+  ASSERT_TRUE(code) << log();
+  EXPECT_EQ(*code, 128 + SIGINT) << log();
+  EXPECT_NE(log().find("cancelling Slurm job"), std::string::npos) << log();
+  EXPECT_NE(log().find("was cancelled"), std::string::npos) << log();
+  auto doc = Squeue(cluster);
+  ASSERT_TRUE(doc) << doc.error().message;
+  for (const slurm::Job& j : doc->jobs) {
+    if (j.name == "gw-ctrl-c") {
+      EXPECT_EQ(j.state, "CANCELLED") << j.id;
+    }
+  }
 }
 
 TEST_F(SlurmE2eTest, RunSlurmDetachedThenJobsQueueAndCancel) {
