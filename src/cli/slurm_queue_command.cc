@@ -28,6 +28,7 @@
 #include "os/file_io.h"
 #include "os/unique_fd.h"
 #include "proc/users.h"
+#include "render/text_table.h"
 #include "slurm/cluster_view.h"
 #include "slurm/pending_reasons.h"
 #include "slurm/sbatch.h"
@@ -279,20 +280,7 @@ int ListJobs(const QueueArgs& args, os::CommandRunner& runner, bool only_mine) {
       {"JOB", "USER", "NAME", "STATE", "GPUS", "FOR", "WHERE / WHY"}};
   for (const JobRow& r : rows)
     table.push_back({r.id, r.user, r.name, r.state, r.gpus, r.age, r.where});
-  std::vector<size_t> width(table[0].size(), 0);
-  for (const auto& row : table) {
-    for (size_t c = 0; c + 1 < row.size(); ++c)
-      width[c] = std::max(width[c], static_cast<size_t>(DisplayWidth(row[c])));
-  }
-  for (const auto& row : table) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size())
-        line += std::string(width[c] - static_cast<size_t>(DisplayWidth(row[c])) + 2, ' ');
-    }
-    std::printf("%s\n", line.c_str());
-  }
+  std::fputs(render::TextTable(table).c_str(), stdout);
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include "core/json_out.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "render/text_table.h"
 
 namespace gw::render {
 namespace {
@@ -22,28 +23,6 @@ std::string Clean(const std::optional<std::string>& s, std::string_view fallback
 }
 
 std::string TypeLabel(const std::string& type) { return type.empty() ? "gpu" : Clean(type); }
-
-// Rows of cells, padded to their columns; the last column is not padded.
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i)
-      width[i] = std::max(width[i], static_cast<size_t>(DisplayWidth(row[i])));
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size())
-        line.append(width[i] - static_cast<size_t>(DisplayWidth(row[i])) + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
 
 std::string HolderText(const GpuHolder& h, int64_t now_unix_s) {
   std::string s = "job " + std::to_string(h.job_id) + " " + Clean(h.user);
@@ -128,7 +107,7 @@ std::string RenderClusterText(const ClusterView& view, int64_t now_unix_s) {
       notes.push_back(note);
     }
   }
-  out += "\n" + Table(rows);
+  out += "\n" + TextTable(rows);
   for (const std::string& note : notes) out += "  " + note + "\n";
 
   if (view.pending.empty()) {
@@ -147,7 +126,7 @@ std::string RenderClusterText(const ClusterView& view, int64_t now_unix_s) {
       jobs.push_back({std::to_string(p.job_id), Clean(p.user), Clean(p.job_name, ""),
                       SanitizeForTerminal(p.wants), reason});
     }
-    out += Table(jobs);
+    out += TextTable(jobs);
   }
   for (const std::string& w : view.warnings) out += "warning: " + SanitizeForTerminal(w) + "\n";
   return out;
