@@ -77,14 +77,19 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
 
 namespace {
 
-// --slurm (and its deadline) on queue, jobs and cancel.
-void AddSlurmFlag(CLI::App* sub, QueueArgs& args, const char* help) {
-  sub->add_flag("--slurm", args.slurm, std::string(help) + " (docs/slurm.md)");
-  sub->add_option("--slurm-timeout", args.slurm_timeout_s,
+// --slurm and its deadline, --slurm-timeout (only with --slurm).
+void AddSlurmOptions(CLI::App* sub, bool& slurm, double& timeout_s, const std::string& help) {
+  CLI::Option* flag = sub->add_flag("--slurm", slurm, help + " (docs/slurm.md)");
+  sub->add_option("--slurm-timeout", timeout_s,
                   "With --slurm: deadline in seconds for each Slurm command")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.1, 600.0))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(flag);
+}
+
+void AddSlurmFlag(CLI::App* sub, QueueArgs& args, const char* help) {
+  AddSlurmOptions(sub, args.slurm, args.slurm_timeout_s, help);
 }
 
 void AddRun(CLI::App& app, QueueCommands& q) {
@@ -122,14 +127,9 @@ void AddRun(CLI::App& app, QueueCommands& q) {
                 "Stream its output and exit with its status; Ctrl-C cancels it (default on a "
                 "terminal)");
   run->add_flag("--detach", run_args.detach, "Print the job id and return at once");
-  run->add_flag("--slurm", run_args.slurm,
-                "Submit it to the Slurm cluster with sbatch instead: --gpus, --vram, "
-                "--time-limit, --name and --after become Slurm requests (docs/slurm.md)");
-  run->add_option("--slurm-timeout", run_args.slurm_timeout_s,
-                  "With --slurm: deadline in seconds for each Slurm command")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 600.0))
-      ->capture_default_str();
+  AddSlurmOptions(run, run_args.slurm, run_args.slurm_timeout_s,
+                  "Submit it to the Slurm cluster with sbatch instead: --gpus, --vram, "
+                  "--time-limit, --name and --after become Slurm requests");
   run->add_option("command", run_args.command, "The command and its arguments, after --")
       ->required();
   q.run = run;
