@@ -7,7 +7,9 @@
 // nodes of 8 GPUs (a100, h100, l40s), most of them partly allocated, 2 % drained;
 // 5,000 running jobs of 1-8 GPUs; 10,000 pending jobs whose reasons are
 // spread as on a busy cluster (Resources, Priority, QOS limits, BeginTime,
-// ReqNodeNotAvail, JobHeldUser, Dependency).
+// ReqNodeNotAvail, JobHeldUser, Dependency). Beside them, what why --slurm
+// also reads for those reasons: sprio's factors of every pending job and the
+// association manager's QOS with each user's usage.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -19,9 +21,11 @@
 
 #include "lcg.h"
 #include "render/slurm_why.h"
+#include "slurm/assoc_mgr.h"
 #include "slurm/cluster_view.h"
 #include "slurm/pending_explain.h"
 #include "slurm/slurm_json.h"
+#include "slurm/sprio.h"
 
 namespace {
 
@@ -52,11 +56,14 @@ std::string NodeName(int i) {
 struct Cluster {
   std::string sinfo;
   std::string squeue;
+  std::string sprio;      // sprio -h -o kSprioFormat
+  std::string assoc_mgr;  // scontrol -o show assoc_mgr flags=assoc,qos
 };
 
 Cluster Generate() {
   Lcg rng(42);
   std::vector<int> used(kNodes, 0);
+  std::string sprio;
   json jobs = json::array();
   for (int j = 0; j < kRunning; ++j) {
     const int node = static_cast<int>(rng.Next(kNodes));
@@ -73,6 +80,8 @@ Cluster Generate() {
          {"job_state", "RUNNING"},
          {"state_reason", "None"},
          {"partition", "gpu"},
+         {"qos", "gpu8"},
+         {"account", "lab"},
          {"nodes", NodeName(node)},
          {"node_count", 1},
          {"tres_per_node", "gres:gpu:" + type + ":" + std::to_string(want)},
@@ -93,6 +102,8 @@ Cluster Generate() {
                 {"job_state", "PENDING"},
                 {"state_reason", kReasons[rng.Next(12)]},
                 {"partition", "gpu"},
+                {"qos", "gpu8"},
+                {"account", "lab"},
                 {"nodes", ""},
                 {"node_count", 1 + (rng.Next(10) == 0 ? 1 : 0)},
                 {"tres_per_node", "gres:gpu:" + type + ":" + std::to_string(want)},
@@ -100,8 +111,32 @@ Cluster Generate() {
                 {"submit_time", kNow - 60},
                 {"start_time", kNow + 3600 * static_cast<int64_t>(1 + rng.Next(48))},
                 {"priority", 100 + rng.Next(5000)}};
+    const int64_t priority = job["priority"].get<int64_t>();
+    sprio += std::to_string(kRunning + j + 1) + "|" + job["user_name"].get<std::string>() +
+             "|gpu|" + std::to_string(priority) + "|0|" + std::to_string(priority % 100) +
+             "|0|0|0|100|" + std::to_string(priority - 100 - priority % 100) + "|0|\n";
     jobs.push_back(std::move(job));
   }
+  std::string assoc_mgr =
+      "Current Association Manager state\nAssociation Records\n"
+      "ClusterName=c Account=root UserName= Partition= Priority=0 ID=1 ParentAccount= "
+      "GrpJobs=N(5000) GrpTRES=cpu=N(40000),gres/gpu=N(12000) MaxJobs= MaxTRESPJ=\n"
+      "ClusterName=c Account=lab UserName= Partition= Priority=0 ID=2 ParentAccount=root(1) "
+      "GrpJobs=N(5000) GrpTRES=cpu=N(40000),gres/gpu=N(12000) MaxJobs= MaxTRESPJ=\n";
+  std::string qos_users;
+  for (int u = 0; u < 8; ++u) {
+    assoc_mgr += "ClusterName=c Account=lab UserName=" + std::string(kUsers[u]) + "(" +
+                 std::to_string(1000 + u) + ") Partition= Priority=0 ID=" + std::to_string(3 + u) +
+                 " ParentAccount= GrpJobs=N(600) GrpTRES=cpu=N(5000),gres/gpu=N(1500)\n";
+    qos_users += " " + std::to_string(1000 + u) +
+                 "={MaxJobsPU=N(600) MaxTRESPU=cpu=N(5000),mem=N(0),gres/gpu=1500(1500)}";
+  }
+  assoc_mgr +=
+      "QOS Records\nQOS=gpu8(2) UsageRaw=1.0 GrpJobs=N(5000) "
+      "GrpTRES=cpu=N(40000),gres/gpu=N(12000) MaxWallPJ= MaxTRESPJ= MaxTRESPN= "
+      "Account Limits= lab={MaxJobsPA=N(5000) MaxTRESPA=gres/gpu=N(12000)} "
+      "User Limits=" +
+      qos_users + "\n";
   json nodes = json::array();
   for (int i = 0; i < kNodes; ++i) {
     const std::string type = kTypes[i % 3];
@@ -119,7 +154,8 @@ Cluster Generate() {
                      {"partitions", {"gpu"}}});
   }
   return {json{{"meta", Meta()}, {"nodes", nodes}, {"errors", json::array()}}.dump(),
-          json{{"meta", Meta()}, {"jobs", jobs}, {"errors", json::array()}}.dump()};
+          json{{"meta", Meta()}, {"jobs", jobs}, {"errors", json::array()}}.dump(), sprio,
+          assoc_mgr};
 }
 
 const Cluster& TheCluster() {
@@ -135,12 +171,17 @@ void BM_ExplainEveryPendingJob(benchmark::State& state) {
   for (auto _ : state) {
     auto sinfo = gw::slurm::ParseSinfoJson(c.sinfo);
     auto squeue = gw::slurm::ParseSqueueJson(c.squeue);
-    if (!sinfo.ok() || !squeue.ok()) {
+    auto priorities = gw::slurm::ParseSprio(c.sprio);
+    auto limits = gw::slurm::ParseAssocMgr(c.assoc_mgr);
+    if (!sinfo.ok() || !squeue.ok() || !priorities.ok() || !limits.ok()) {
       state.SkipWithError("the synthetic documents did not parse");
       return;
     }
     const gw::slurm::ClusterView view = gw::slurm::BuildClusterView(*sinfo, *squeue);
-    const gw::slurm::PendingExplainer explainer(view, squeue->jobs);
+    gw::slurm::WaitContext context;
+    context.priorities = &*priorities;
+    context.limits = &*limits;
+    const gw::slurm::PendingExplainer explainer(view, squeue->jobs, context);
     std::vector<gw::slurm::PendingExplanation> all;
     for (const gw::slurm::Job& j : squeue->jobs) {
       if (j.state == "PENDING") all.push_back(explainer.Explain(j, kNow));
@@ -154,6 +195,7 @@ void BM_ExplainEveryPendingJob(benchmark::State& state) {
   state.counters["text_MB"] = static_cast<double>(bytes) / 1e6;
   state.counters["sinfo_MB"] = static_cast<double>(c.sinfo.size()) / 1e6;
   state.counters["squeue_MB"] = static_cast<double>(c.squeue.size()) / 1e6;
+  state.counters["sprio_MB"] = static_cast<double>(c.sprio.size()) / 1e6;
 }
 BENCHMARK(BM_ExplainEveryPendingJob)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 

@@ -12,6 +12,9 @@ packages=(
   # A real Slurm for the cluster tests (tests/e2e/slurm_cluster.h): the controller, the node
   # daemon, the clients and munge, all started by the tests themselves.
   munge slurmctld slurmd slurm-client
+  # Accounting for the QOS and association limit tests: slurmdbd on a private MariaDB that the
+  # tests start (the server and client cores only: no system database, no service).
+  slurmdbd mariadb-server-core mariadb-client-core
 )
 
 missing=()

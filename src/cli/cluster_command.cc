@@ -77,7 +77,15 @@ int RunSlurmWhy(const SlurmWhyArgs& args, os::CommandRunner& runner) {
   const slurm::ClusterView view = slurm::BuildClusterView(look->sinfo, look->squeue);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   const std::optional<std::string> me = proc::LookupUserName(getuid());
-  const slurm::PendingExplainer explainer(view, look->squeue.jobs);
+  slurm::ReaderOptions options;
+  options.timeout_ms = static_cast<int>(args.slurm_timeout_s * 1000);
+  const slurm::WaitDetails details = slurm::ReadWaitDetails(runner, look->squeue.jobs, options);
+  slurm::WaitContext context;
+  context.priorities = details.priorities ? &*details.priorities : nullptr;
+  context.limits = details.limits ? &*details.limits : nullptr;
+  context.priorities_unread = details.priorities_unread;
+  context.limits_unread = details.limits_unread;
+  const slurm::PendingExplainer explainer(view, look->squeue.jobs, context);
   std::vector<slurm::PendingExplanation> explained;
   for (const slurm::Job& job : look->squeue.jobs) {
     if (wanted ? job.id != *wanted : (job.state != "PENDING" || job.user != me)) continue;

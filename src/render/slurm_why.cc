@@ -47,6 +47,37 @@ std::string RenderSlurmWhyText(const std::vector<PendingExplanation>& jobs, int6
   return out;
 }
 
+namespace {
+
+json NumberOrNull(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json FactorsJson(const std::optional<slurm::PriorityFactors>& f) {
+  if (!f) return nullptr;
+  return {{"priority", f->priority},
+          {"site", f->site},
+          {"age", f->age},
+          {"association", f->association},
+          {"fairshare", f->fairshare},
+          {"job_size", f->job_size},
+          {"partition", f->partition_factor},
+          {"qos", f->qos},
+          {"nice", f->nice},
+          {"tres", f->tres.empty() ? json(nullptr) : JsonText(f->tres)}};
+}
+
+json LimitJson(const std::optional<slurm::LimitEvidence>& l) {
+  if (!l) return nullptr;
+  return {{"holder", JsonText(l->holder)},
+          {"key", JsonText(l->key)},
+          {"tres", l->tres.empty() ? json(nullptr) : JsonText(l->tres)},
+          {"limit", NumberOrNull(l->limit)},
+          {"used", NumberOrNull(l->used)},
+          {"asks", NumberOrNull(l->asks)},
+          {"running_jobs", l->running_jobs}};
+}
+
+}  // namespace
+
 json SlurmWhyJson(const std::vector<PendingExplanation>& jobs) {
   json list = json::array();
   for (const PendingExplanation& e : jobs) {
@@ -67,7 +98,9 @@ json SlurmWhyJson(const std::vector<PendingExplanation>& jobs) {
                     {"must_end", JsonTextList(e.must_end)},
                     {"expected_start_unix_s", JsonOrNull(e.expected_start_unix_s)},
                     {"no_estimate_why",
-                     e.no_estimate_why.empty() ? json(nullptr) : JsonText(e.no_estimate_why)}});
+                     e.no_estimate_why.empty() ? json(nullptr) : JsonText(e.no_estimate_why)},
+                    {"priority_factors", FactorsJson(e.priority_factors)},
+                    {"limit", LimitJson(e.limit)}});
   }
   return {{"schema", kSlurmWhySchemaName},
           {"schema_version", kSlurmWhySchemaVersion},

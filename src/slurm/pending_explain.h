@@ -8,13 +8,37 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "slurm/assoc_mgr.h"
 #include "slurm/cluster_view.h"
 #include "slurm/pending_reasons.h"
 #include "slurm/slurm_json.h"
+#include "slurm/sprio.h"
 
 namespace gw::slurm {
+
+// A limit reason's limit as slurmctld counts it (slurm/assoc_mgr.h).
+struct LimitEvidence {
+  std::string holder;  // "QOS gpu2 for user root", "account lab"
+  std::string key;     // the association manager's: "MaxTRESPU", "GrpJobs"
+  std::string tres;    // "gres/gpu"; "" for a count of jobs or wall time
+  std::optional<double> limit;
+  std::optional<double> used;
+  std::optional<double> asks;         // what this job would add, when known
+  std::vector<int64_t> running_jobs;  // the running jobs counted against it
+};
+
+// What `why --slurm` reads besides sinfo and squeue, when a waiting job needs
+// it: sprio for Priority, the association manager for QOS and association
+// limits. nullptr when not read; then *_unread says why when it was tried.
+struct WaitContext {
+  const std::vector<PriorityFactors>* priorities = nullptr;
+  const AssocMgrState* limits = nullptr;
+  std::string priorities_unread;
+  std::string limits_unread;
+};
 
 struct PendingExplanation {
   int64_t job_id = 0;
@@ -37,6 +61,10 @@ struct PendingExplanation {
   // no_estimate_why says why, when known).
   std::optional<int64_t> expected_start_unix_s;
   std::string no_estimate_why;
+  // Priority: its own factors (sprio), when read.
+  std::optional<PriorityFactors> priority_factors;
+  // A QOS or association limit: the limit, its usage and who uses it.
+  std::optional<LimitEvidence> limit;
 };
 
 // Explains the pending jobs of one look at the cluster. Built once per look
@@ -46,19 +74,27 @@ struct PendingExplanation {
 // document) must outlive it.
 class PendingExplainer {
  public:
-  PendingExplainer(const ClusterView& view, const std::vector<Job>& all_jobs);
+  PendingExplainer(const ClusterView& view, const std::vector<Job>& all_jobs,
+                   WaitContext context = {});
   // `now_unix_s` dates ages and tells a real estimate from Slurm's "a year
   // from now" placeholder.
   PendingExplanation Explain(const Job& job, int64_t now_unix_s) const;
 
  private:
   const ClusterView& view_;
-  std::map<std::string, std::vector<const Job*>> pending_by_partition_;  // priority, highest first
+  WaitContext context_;
+  // The waiting jobs that compete for resources, by partition, in Slurm's
+  // order (the higher priority, then the earlier job, first).
+  std::map<std::string, std::vector<const Job*>> competing_by_partition_;
+  std::vector<const Job*> running_;
+  // sprio's rows by job id (a job of several partitions has several).
+  std::unordered_map<int64_t, std::vector<const PriorityFactors*>> factors_by_job_;
 };
 
-// One job: PendingExplainer(view, all_jobs).Explain(job, now_unix_s).
+// One job: PendingExplainer(view, all_jobs, context).Explain(job, now_unix_s).
 PendingExplanation ExplainPendingJob(const Job& job, const ClusterView& view,
-                                     const std::vector<Job>& all_jobs, int64_t now_unix_s);
+                                     const std::vector<Job>& all_jobs, int64_t now_unix_s,
+                                     WaitContext context = {});
 
 }  // namespace gw::slurm
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "slurm/slurm_test_util.h"
+
 namespace gw::slurm {
 namespace {
 
@@ -148,11 +150,137 @@ TEST(PendingExplain, PriorityNamesTheJobsAheadInItsPartition) {
   me.priority = 100;
   w.squeue.jobs = {ahead, other_partition, me};
   const PendingExplanation e = w.Explain(me);
-  EXPECT_TRUE(Has(e.evidence,
-                  "1 job of its partition waits ahead of it with a higher priority: "
-                  "job 5 carol (priority 900, 2 gpu:a100 per node)"))
+  EXPECT_TRUE(
+      Has(e.evidence,
+          "1 job of its partition waits ahead of it for resources (a higher priority, "
+          "or the same and submitted earlier): job 5 carol (priority 900, 2 gpu:a100 per node)"))
       << Joined(e.evidence);
   EXPECT_FALSE(Has(e.evidence, "job 6")) << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "factors behind each priority could not be read"))
+      << Joined(e.evidence);
+  EXPECT_FALSE(e.priority_factors);
+
+  // With sprio's rows, each priority is broken down.
+  const std::vector<PriorityFactors> rows = {
+      {5, "carol", "gpu", 900, 0, 0, 0, 0, 0, 400, 500, 0, ""},
+      {9, "bob", "gpu", 100, 0, 0, 0, 0, 0, 100, 0, 0, ""}};
+  WaitContext context;
+  context.priorities = &rows;
+  const ClusterView view = BuildClusterView(w.sinfo, w.squeue);
+  const PendingExplanation f = ExplainPendingJob(me, view, w.squeue.jobs, kNow, context);
+  EXPECT_TRUE(Has(f.evidence, "Its priority 100 = partition 100.")) << Joined(f.evidence);
+  EXPECT_TRUE(Has(f.evidence, "job 5 carol (priority 900 = QOS 500 + partition 400, "))
+      << Joined(f.evidence);
+  ASSERT_TRUE(f.priority_factors);
+  EXPECT_EQ(f.priority_factors->partition_factor, 100);
+  EXPECT_FALSE(Has(f.evidence, "could not be read")) << Joined(f.evidence);
+}
+
+TEST(PendingExplain, AnEqualPriorityAheadIsTheEarlierJob) {
+  World w;
+  w.sinfo.nodes = {GpuNode("n1", "a100", 2, 2)};
+  Job earlier = Pending(5, "Resources", 1, "a100");
+  earlier.priority = 100;
+  Job me = Pending(9, "Priority", 1, "a100");
+  me.priority = 100;
+  Job later = Pending(12, "Priority", 1, "a100");
+  later.priority = 100;
+  Job limited = Pending(3, "QOSMaxGRESPerUser", 1, "a100");
+  limited.priority = 500;
+  w.squeue.jobs = {later, me, earlier, limited};
+  const PendingExplanation e = w.Explain(me);
+  EXPECT_TRUE(Has(e.evidence, "1 job of its partition waits ahead of it")) << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "job 5 bob")) << Joined(e.evidence);
+  EXPECT_FALSE(Has(e.evidence, "job 12")) << Joined(e.evidence);
+  EXPECT_FALSE(Has(e.evidence, "job 3"))
+      << "held back by a limit, not ahead: " << Joined(e.evidence);
+}
+
+// The captured cluster with accounting (testdata/README.md): a QOS limit per
+// user, an account's group limit, and a job behind a higher priority.
+struct CapturedWithAccounting {
+  SinfoDocument sinfo;
+  SqueueDocument squeue;
+  AssocMgrState limits;
+  std::vector<PriorityFactors> priorities;
+  CapturedWithAccounting() {
+    auto n = ParseSinfoJson(ReadTestdata("22.05-sinfo-limits.json"));
+    auto j = ParseSqueueJson(ReadTestdata("22.05-squeue-limits.json"));
+    auto l = ParseAssocMgr(ReadTestdata("22.05-assoc-mgr-limits.txt"));
+    auto p = ParseSprio(ReadTestdata("22.05-sprio.txt"));
+    EXPECT_TRUE(n.ok() && j.ok() && l.ok() && p.ok());
+    if (n.ok()) sinfo = *n;
+    if (j.ok()) squeue = *j;
+    if (l.ok()) limits = *l;
+    if (p.ok()) priorities = *p;
+  }
+  PendingExplanation Explain(int64_t id, bool with_details = true) const {
+    const ClusterView view = BuildClusterView(sinfo, squeue);
+    WaitContext context;
+    if (with_details) {
+      context.limits = &limits;
+      context.priorities = &priorities;
+    } else {
+      context.limits_unread = "scontrol show assoc_mgr exited with status 1: denied";
+    }
+    for (const Job& job : squeue.jobs) {
+      if (job.id == id) return ExplainPendingJob(job, view, squeue.jobs, kNow, context);
+    }
+    ADD_FAILURE() << "no job " << id;
+    return {};
+  }
+};
+
+TEST(PendingExplain, AQosLimitPerUserNamesTheLimitItsUsageAndTheJobsUsingIt) {
+  const CapturedWithAccounting c;
+  const PendingExplanation e = c.Explain(17);
+  EXPECT_EQ(e.code, "QOSMaxGRESPerUser");
+  EXPECT_TRUE(Has(e.evidence,
+                  "QOS gpu2 for user root allows 2 GPUs (MaxTRESPU gres/gpu=2); 2 in use now by "
+                  "1 running job: job 15 root ("))
+      << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "this job asks for 1 more.")) << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "It can start once 1 GPU of these is released."))
+      << Joined(e.evidence);
+  ASSERT_TRUE(e.limit);
+  EXPECT_EQ(e.limit->holder, "QOS gpu2 for user root");
+  EXPECT_EQ(e.limit->key, "MaxTRESPU");
+  EXPECT_EQ(e.limit->tres, "gres/gpu");
+  EXPECT_EQ(e.limit->limit, 2.0);
+  EXPECT_EQ(e.limit->used, 2.0);
+  EXPECT_EQ(e.limit->asks, 1.0);
+  EXPECT_EQ(e.limit->running_jobs, std::vector<int64_t>{15});
+}
+
+TEST(PendingExplain, AnAccountsGroupLimitNamesTheAccount) {
+  const CapturedWithAccounting c;
+  const PendingExplanation e = c.Explain(18);
+  EXPECT_EQ(e.code, "AssocGrpGRES");
+  EXPECT_TRUE(Has(e.evidence,
+                  "account lab allows 1 GPU (GrpTRES gres/gpu=1); 1 in use now by 1 running "
+                  "job: job 16 root ("))
+      << Joined(e.evidence);
+  ASSERT_TRUE(e.limit);
+  EXPECT_EQ(e.limit->running_jobs, std::vector<int64_t>{16});
+  // Unread: said so, with the cause, and no figure made up.
+  const PendingExplanation u = c.Explain(18, /*with_details=*/false);
+  EXPECT_TRUE(Has(u.evidence,
+                  "The limit and its usage could not be read: scontrol show "
+                  "assoc_mgr exited with status 1: denied"))
+      << Joined(u.evidence);
+  EXPECT_FALSE(u.limit);
+}
+
+TEST(PendingExplain, PriorityOfTheCaptureBreaksDownTheFactors) {
+  const CapturedWithAccounting c;
+  const PendingExplanation e = c.Explain(20);
+  EXPECT_EQ(e.code, "Priority");
+  EXPECT_TRUE(Has(e.evidence, "Its priority 1000 = partition 1000.")) << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "1 job of its partition waits ahead of it for resources"))
+      << Joined(e.evidence);
+  EXPECT_TRUE(Has(e.evidence, "job 19 root (priority 1000 = partition 1000")) << Joined(e.evidence);
+  ASSERT_TRUE(e.priority_factors);
+  EXPECT_EQ(e.priority_factors->job_id, 20);
 }
 
 TEST(PendingExplain, ARequeueAndItsEligibleTime) {

@@ -11,36 +11,23 @@ namespace {
 // per-account limits (Max<resource>PerAccount). One row per code below; the
 // sentence is composed from the row's parts so that 143 codes say the same
 // thing the same way.
-enum Scope { kQos, kAssociation, kAccountOfQos };
-enum Kind { kGroup, kMax, kMin };
-enum Resource {
-  kCpu,
-  kMemory,
-  kNode,
-  kGres,
-  kLicense,
-  kBurstBuffer,
-  kEnergy,
-  kBilling,
-  kUnknownTres,
-  kJobs,
-  kSubmitJobs,
-  kWall
-};
-enum Measure { kAmount, kMinutes, kRunMinutes };
-enum Per { kAll, kPerJob, kPerNode, kPerUser, kPerAccount };
+using enum LimitSpec::Scope;
+using enum LimitSpec::Kind;
+using enum LimitSpec::Resource;
+using enum LimitSpec::Measure;
+using enum LimitSpec::Per;
+using Resource = LimitSpec::Resource;
+using Scope = LimitSpec::Scope;
 
 struct LimitRow {
   const char* code;
-  Scope scope;
-  Kind kind;
-  Resource resource;
-  Measure measure;
-  Per per;
+  LimitSpec spec;
 };
 
-#define L(code, scope, kind, resource, measure, per) \
-  LimitRow { code, scope, kind, resource, measure, per }
+#define L(code, scope, kind, resource, measure, per)        \
+  LimitRow {                                                \
+    code, LimitSpec { scope, kind, resource, measure, per } \
+  }
 
 const char* ResourceWords(Resource r) {
   switch (r) {
@@ -84,7 +71,7 @@ const char* ScopeWords(Scope s) {
   return "A limit";
 }
 
-const char* SlurmKey(const LimitRow& r) {
+const char* SlurmKey(const LimitSpec& r) {
   if (r.resource == kJobs) return r.kind == kGroup ? "GrpJobs" : "MaxJobs";
   if (r.resource == kSubmitJobs) return r.kind == kGroup ? "GrpSubmitJobs" : "MaxSubmitJobs";
   if (r.resource == kWall) return r.kind == kGroup ? "GrpWall" : "MaxWall";
@@ -109,8 +96,9 @@ const char* SlurmKey(const LimitRow& r) {
   return "MaxTRES";
 }
 
-PendingReason FromLimit(const LimitRow& r) {
-  PendingReason p{r.code, WaitKind::kLimit, Outlook::kByItself, "", ""};
+PendingReason FromLimit(const LimitRow& row) {
+  const LimitSpec& r = row.spec;
+  PendingReason p{row.code, WaitKind::kLimit, Outlook::kByItself, "", "", row.spec};
   const std::string what = ResourceWords(r.resource);
   const std::string scope = ScopeWords(r.scope);
   const std::string key = std::string(" (") + SlurmKey(r) + ")";
@@ -337,7 +325,7 @@ const LimitRow kLimitRows[] = {
 
 PendingReason R(const char* code, WaitKind kind, Outlook outlook, const char* meaning,
                 const char* next) {
-  return PendingReason{code, kind, outlook, meaning, next};
+  return PendingReason{code, kind, outlook, meaning, next, std::nullopt};
 }
 
 std::vector<PendingReason> Build() {

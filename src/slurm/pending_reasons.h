@@ -7,6 +7,7 @@
 #ifndef GPUWARDEN_SLURM_PENDING_REASONS_H_
 #define GPUWARDEN_SLURM_PENDING_REASONS_H_
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,12 +40,43 @@ const char* WaitKindName(WaitKind kind);  // "resources", "limit", "never as ask
 enum class Outlook { kByItself, kNeedsSomeone, kNever, kNotWaiting };
 const char* OutlookName(Outlook outlook);  // "by itself", "needs someone", ...
 
+// What a limit reason (WaitKind::kLimit, or kNeverAsAsked for a per-job
+// maximum) limits, parsed from its code: "QOSMaxGRESPerUser" is the QOS's
+// maximum of GRES per user. The explainer looks the limit and its usage up by
+// it (slurm/assoc_mgr.h).
+struct LimitSpec {
+  enum Scope { kQos, kAssociation, kAccountOfQos };
+  enum Kind { kGroup, kMax, kMin };
+  enum Resource {
+    kCpu,
+    kMemory,
+    kNode,
+    kGres,
+    kLicense,
+    kBurstBuffer,
+    kEnergy,
+    kBilling,
+    kUnknownTres,
+    kJobs,
+    kSubmitJobs,
+    kWall
+  };
+  enum Measure { kAmount, kMinutes, kRunMinutes };
+  enum Per { kAll, kPerJob, kPerNode, kPerUser, kPerAccount };
+  Scope scope;
+  Kind kind;
+  Resource resource;
+  Measure measure;
+  Per per;
+};
+
 struct PendingReason {
   std::string code;  // Slurm's string, exactly: "QOSMaxGRESPerUser"
   WaitKind kind;
   Outlook outlook;
-  std::string meaning;  // one or two sentences
-  std::string next;     // what the user can do
+  std::string meaning;             // one or two sentences
+  std::string next;                // what the user can do
+  std::optional<LimitSpec> limit;  // for the limit family only
 };
 
 // Every catalogued reason, in Slurm 22.05's enum order.

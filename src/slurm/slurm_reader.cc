@@ -2,27 +2,33 @@
 
 #include <vector>
 
+#include "slurm/pending_reasons.h"
+
 namespace gw::slurm {
 namespace {
 
-Result<std::string> JsonOf(os::CommandRunner& runner, const std::string& program,
-                           const ReaderOptions& options) {
+// A client's output, or one line saying why there is none.
+// `label` names the command in the message: "squeue --json exited with
+// status 1: ...".
+Result<std::string> OutputOf(os::CommandRunner& runner, const std::vector<std::string>& argv,
+                             const std::string& label, const ReaderOptions& options) {
   os::CommandOptions o;
   o.timeout_ms = options.timeout_ms;
-  const std::vector<std::string> argv = {program, "--json"};
   Result<os::CommandOutput> r = runner.Run(argv, o);
-  if (!r.ok()) {
-    if (r.error().code == "not_found") {
-      return MakeError("not_found", program +
-                                        ": not found (gpuwarden reads the cluster through "
-                                        "Slurm's own clients: install slurm-client)");
-    }
-    return r.error();
-  }
-  if (!r->succeeded()) {
-    return MakeError("slurm", program + " --json " + r->Describe());
-  }
+  if (!r.ok()) return r.error();
+  if (!r->succeeded()) return MakeError("slurm", label + " " + r->Describe());
   return std::move(r->out);
+}
+
+Result<std::string> JsonOf(os::CommandRunner& runner, const std::string& program,
+                           const ReaderOptions& options) {
+  Result<std::string> out = OutputOf(runner, {program, "--json"}, program + " --json", options);
+  if (!out.ok() && out.error().code == "not_found") {
+    return MakeError("not_found", program +
+                                      ": not found (gpuwarden reads the cluster through "
+                                      "Slurm's own clients: install slurm-client)");
+  }
+  return out;
 }
 
 }  // namespace
@@ -50,6 +56,43 @@ Result<SlurmLook> ReadSlurm(os::CommandRunner& runner, const ReaderOptions& opti
   }
   look.squeue = std::move(*jobs);
   return look;
+}
+
+WaitDetails ReadWaitDetails(os::CommandRunner& runner, const std::vector<Job>& jobs,
+                            const ReaderOptions& options) {
+  bool priority = false;
+  bool limit = false;
+  for (const Job& j : jobs) {
+    if (j.state != "PENDING" || !j.reason) continue;
+    if (*j.reason == "Priority") priority = true;
+    const PendingReason* r = FindPendingReason(*j.reason);
+    if (r != nullptr && r->limit) limit = true;
+  }
+  WaitDetails details;
+  if (priority) {
+    Result<std::string> out = OutputOf(
+        runner, {options.sprio, "-h", "-o", std::string(kSprioFormat)}, options.sprio, options);
+    if (!out.ok()) {
+      details.priorities_unread = out.error().message;
+    } else if (auto rows = ParseSprio(*out); !rows.ok()) {
+      details.priorities_unread = rows.error().message;
+    } else {
+      details.priorities = std::move(*rows);
+    }
+  }
+  if (limit) {
+    Result<std::string> out =
+        OutputOf(runner, {options.scontrol, "-o", "show", "assoc_mgr", "flags=assoc,qos"},
+                 options.scontrol + " show assoc_mgr", options);
+    if (!out.ok()) {
+      details.limits_unread = out.error().message;
+    } else if (auto state = ParseAssocMgr(*out); !state.ok()) {
+      details.limits_unread = state.error().message;
+    } else {
+      details.limits = std::move(*state);
+    }
+  }
+  return details;
 }
 
 }  // namespace gw::slurm

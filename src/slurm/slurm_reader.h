@@ -7,9 +7,14 @@
 
 #include <string>
 
+#include <optional>
+#include <vector>
+
 #include "core/result.h"
 #include "os/run_command.h"
+#include "slurm/assoc_mgr.h"
 #include "slurm/slurm_json.h"
+#include "slurm/sprio.h"
 
 namespace gw::slurm {
 
@@ -22,7 +27,24 @@ struct ReaderOptions {
   int timeout_ms = 20000;  // per command
   std::string sinfo = "sinfo";
   std::string squeue = "squeue";
+  std::string sprio = "sprio";
+  std::string scontrol = "scontrol";
 };
+
+// What explaining the waits needs besides the two documents. Each is read
+// only when a pending job of `jobs` waits for it: sprio's factors for
+// Priority, the association manager (`scontrol -o show assoc_mgr
+// flags=assoc,qos`) for a QOS or association limit. A failure is not fatal:
+// the value stays nullopt and *_unread says what went wrong ("sprio: not
+// running priority/multifactor ...") for the evidence.
+struct WaitDetails {
+  std::optional<std::vector<PriorityFactors>> priorities;
+  std::optional<AssocMgrState> limits;
+  std::string priorities_unread;
+  std::string limits_unread;
+};
+WaitDetails ReadWaitDetails(os::CommandRunner& runner, const std::vector<Job>& jobs,
+                            const ReaderOptions& options = {});
 
 // Both documents, or the first failure, naming the command:
 //   "not_found"  "sinfo: not found (...)"

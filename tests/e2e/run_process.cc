@@ -55,7 +55,7 @@ pid_t ForkAs(char* const* args, char* const* envp, int out_fd, int err_fd,
   if (pid != 0) return pid;
   // Only async-signal-safe calls from here on.
   setpgid(0, 0);
-  int in = open("/dev/null", O_RDONLY);
+  int in = open(options.stdin_path.c_str(), O_RDONLY);
   if (in < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
       dup2(err_fd, STDERR_FILENO) < 0 || !AssumeIdentity(options)) {
     _exit(127);
@@ -73,7 +73,7 @@ RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& opt
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, options.stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   // A process group of its own, so a timeout kills the program and its children.

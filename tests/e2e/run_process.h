@@ -28,6 +28,9 @@ struct RunOptions {
   // or neither. Needs root. Unset: the test's own identity.
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
+  // What the child reads: a file of commands for a client that reads them
+  // (sacctmgr, mariadb).
+  std::string stdin_path = "/dev/null";
 };
 
 // Runs argv in a process group of its own, stdin /dev/null, until it ends or

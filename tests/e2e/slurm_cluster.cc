@@ -29,8 +29,9 @@ namespace fs = std::filesystem;
 
 constexpr char kSbin[] = "/usr/sbin/";
 constexpr char kBin[] = "/usr/bin/";
-const char* const kDaemons[] = {"munged", "slurmctld", "slurmd"};
-const char* const kClients[] = {"munge", "sinfo", "squeue", "sbatch", "scancel", "scontrol"};
+const char* const kDaemons[] = {"munged", "slurmctld", "slurmd", "slurmdbd", "mariadbd"};
+const char* const kClients[] = {"munge",    "sinfo",    "squeue", "sbatch",  "scancel",
+                                "scontrol", "sacctmgr", "sprio",  "mariadb", "mariadb-install-db"};
 
 // Daemons get this long to register; the first start on a cold cache is the
 // slowest (about 1-3 s when warm).
@@ -158,7 +159,8 @@ std::optional<std::string> SlurmUnavailableReason() {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
     return "Slurm is not installed (missing " + list +
-           "; scripts/setup.sh installs munge slurmctld slurmd slurm-client)";
+           "; scripts/setup.sh installs munge slurmctld slurmd slurm-client slurmdbd "
+           "mariadb-server-core mariadb-client-core)";
   }
   if (geteuid() != 0) return "the Slurm test cluster needs root (mknod, slurmd)";
   return std::nullopt;
@@ -234,33 +236,33 @@ bool SlurmCluster::Launch(std::string* error) {
     return false;
   }
 
-  // Ports: slurmctld's and one per slurmd, all on 127.0.0.1.
-  std::string port_error;
-  auto ctld_port = FreePort(&port_error);
-  if (!ctld_port) {
-    *error = port_error;
-    return false;
-  }
-  std::vector<int> node_ports;
-  std::set<int> taken = {*ctld_port};
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    std::optional<int> p;
-    // The kernel may hand out the same free port twice once it is closed.
-    for (int attempt = 0; attempt < 20 && (!p || taken.count(*p) > 0); ++attempt) {
-      p = FreePort(&port_error);
+  // Ports, all on 127.0.0.1 and distinct: slurmctld's, MariaDB's, slurmdbd's
+  // and one per slurmd. The kernel may hand out the same free port twice
+  // once it is closed.
+  std::set<int> taken;
+  auto next_port = [&]() -> std::optional<int> {
+    std::string port_error;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      auto p = FreePort(&port_error);
       if (!p) {
         *error = port_error;
-        return false;
+        return std::nullopt;
       }
+      if (taken.insert(*p).second) return p;
     }
-    if (taken.count(*p) > 0) {
-      *error = "no distinct free port";
-      return false;
-    }
-    taken.insert(*p);
+    *error = "no distinct free port";
+    return std::nullopt;
+  };
+  auto ctld_port = next_port();
+  auto db_port = next_port();
+  auto dbd_port = next_port();
+  if (!ctld_port || !db_port || !dbd_port) return false;
+  std::vector<int> node_ports;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto p = next_port();
+    if (!p) return false;
     node_ports.push_back(*p);
   }
-
   // The fake GPUs, and the nodes' spool directories (slurmd does not make them).
   std::string gres_conf;
   for (const SlurmNodeSpec& n : nodes_) {
@@ -302,7 +304,16 @@ bool SlurmCluster::Launch(std::string* error) {
        << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
        << "GresTypes=gpu\nMpiDefault=none\nReturnToService=2\n"
        << "SchedulerType=sched/backfill\nJobCompType=jobcomp/none\n"
-       << "AccountingStorageType=accounting_storage/none\n"
+       // Accounting in slurmdbd, so that QOS and association limits hold
+       // (AccountingStoragePass: the munge socket slurmdbd is reached through).
+       << "AccountingStorageType=accounting_storage/slurmdbd\n"
+       << "AccountingStorageHost=localhost\nAccountingStoragePort=" << *dbd_port << "\n"
+       << "AccountingStoragePass=" << munge_socket_ << "\n"
+       << "AccountingStorageTRES=gres/gpu\n"
+       << "AccountingStorageEnforce=associations,limits,qos\n"
+       // Priorities from factors that sprio breaks down: the QOS weighs most.
+       << "PriorityType=priority/multifactor\nPriorityWeightQOS=10000\n"
+       << "PriorityWeightPartition=1000\nPriorityWeightAge=100\n"
        << "JobAcctGatherType=jobacct_gather/none\n"
        // Nodes may claim more CPUs than this host has.
        << "SlurmdParameters=config_overrides\n"
@@ -329,28 +340,19 @@ bool SlurmCluster::Launch(std::string* error) {
       !WriteFile(d + "/gres.conf", gres_conf, 0644, error)) {
     return false;
   }
+  // slurmdbd (beside a running MariaDB) first: slurmctld will not start
+  // without it.
+  if (!StartAccounting(*db_port, *dbd_port, error)) return false;
 
   // The daemons in the foreground (-D), so that they stay our children; -c:
   // a cold start, no state from an earlier run.
-  auto start_daemon = [&](const std::string& label, std::vector<std::string> argv) {
-    TestChild::Options o;
-    o.env["SLURM_CONF"] = conf_;
-    o.output = log + "/" + label + ".out";
-    daemons_.push_back(std::make_unique<TestChild>(argv, o));
-    daemon_names_.push_back(label);
-    if (daemons_.back()->pid() < 0) {
-      *error = "cannot start " + label + ": " + std::strerror(daemons_.back()->start_error());
-      return false;
-    }
-    return true;
-  };
-  if (!start_daemon("slurmctld",
-                    {std::string(kSbin) + "slurmctld", "-D", "-c", "-i", "-f", conf_})) {
+  if (!StartDaemon("slurmctld", {std::string(kSbin) + "slurmctld", "-D", "-c", "-i", "-f", conf_},
+                   error)) {
     return false;
   }
   for (const SlurmNodeSpec& n : nodes_) {
-    if (!start_daemon("slurmd-" + n.name,
-                      {std::string(kSbin) + "slurmd", "-D", "-N", n.name, "-f", conf_})) {
+    if (!StartDaemon("slurmd-" + n.name,
+                     {std::string(kSbin) + "slurmd", "-D", "-N", n.name, "-f", conf_}, error)) {
       return false;
     }
   }
@@ -373,6 +375,118 @@ bool SlurmCluster::Launch(std::string* error) {
   if (!up || died) {
     *error = "the Slurm test cluster did not come up within " +
              std::to_string(static_cast<int>(kStartTimeoutS)) + " s: " + why;
+    return false;
+  }
+  return true;
+}
+
+bool SlurmCluster::StartDaemon(const std::string& label, const std::vector<std::string>& argv,
+                               std::string* error) {
+  TestChild::Options o;
+  o.env["SLURM_CONF"] = conf_;
+  o.output = dir() + "/log/" + label + ".out";
+  daemons_.push_back(std::make_unique<TestChild>(argv, o));
+  daemon_names_.push_back(label);
+  if (daemons_.back()->pid() < 0) {
+    *error = "cannot start " + label + ": " + std::strerror(daemons_.back()->start_error());
+    return false;
+  }
+  return true;
+}
+
+bool SlurmCluster::StartAccounting(int db_port, int dbd_port, std::string* error) {
+  const std::string d = dir();
+  const std::string db = d + "/mariadb";
+  const std::string socket = d + "/mariadb.sock";
+  if (!MakeDir(db, 0700, error)) return false;
+  // A private MariaDB, as root (its files stay in the temp directory), on
+  // 127.0.0.1 only; root reaches it through its socket, slurmdbd over TCP
+  // with a password of this run.
+  RunOptions install;
+  install.timeout_s = kStartTimeoutS;
+  RunResult r =
+      RunProcess({std::string(kBin) + "mariadb-install-db", "--no-defaults", "--user=root",
+                  "--datadir=" + db, "--skip-test-db", "--auth-root-authentication-method=socket"},
+                 install);
+  if (r.exit_code != 0) {
+    *error = "mariadb-install-db exited " + std::to_string(r.exit_code) + ": " + r.err;
+    return false;
+  }
+  if (!StartDaemon(
+          "mariadbd",
+          {std::string(kSbin) + "mariadbd", "--no-defaults", "--user=root", "--datadir=" + db,
+           "--socket=" + socket, "--port=" + std::to_string(db_port), "--bind-address=127.0.0.1",
+           "--skip-name-resolve", "--pid-file=" + d + "/mariadb.pid",
+           "--log-error=" + d + "/log/mariadb.log", "--innodb-buffer-pool-size=32M"},
+          error)) {
+    return false;
+  }
+  std::string password(24, 'x');
+  {
+    std::ifstream random("/dev/urandom", std::ios::binary);
+    std::string raw(password.size(), '\0');
+    if (!random.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
+      *error = "cannot read /dev/urandom";
+      return false;
+    }
+    static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for (size_t i = 0; i < raw.size(); ++i) {
+      password[i] = kAlphabet[static_cast<unsigned char>(raw[i]) % (sizeof kAlphabet - 1)];
+    }
+  }
+  const std::string grant = d + "/grant.sql";
+  if (!WriteFile(grant,
+                 "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '" + password +
+                     "';\nGRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';\n",
+                 0600, error)) {
+    return false;
+  }
+  RunOptions client;
+  client.timeout_s = 5;
+  const std::vector<std::string> mariadb = {std::string(kBin) + "mariadb", "--no-defaults",
+                                            "--socket=" + socket};
+  std::vector<std::string> ping = mariadb;
+  ping.insert(ping.end(), {"-e", "SELECT 1"});
+  if (!WaitUntil([&] { return RunProcess(ping, client).exit_code == 0; }, kStartTimeoutS,
+                 kPollIntervalS)) {
+    *error = "MariaDB did not answer on " + socket;
+    return false;
+  }
+  client.stdin_path = grant;
+  r = RunProcess(mariadb, client);
+  if (r.exit_code != 0) {
+    *error =
+        "mariadb (creating slurmdbd's user) exited " + std::to_string(r.exit_code) + ": " + r.err;
+    return false;
+  }
+
+  std::ostringstream dbd;
+  dbd << "# Written by tests/e2e/slurm_cluster.cc.\n"
+      << "AuthType=auth/munge\nAuthInfo=socket=" << munge_socket_ << "\n"
+      << "DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=" << dbd_port << "\n"
+      << "SlurmUser=root\n"
+      << "PidFile=" << d << "/slurmdbd.pid\nLogFile=" << d << "/log/slurmdbd.log\n"
+      << "StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\n"
+      << "StoragePort=" << db_port << "\nStorageUser=slurm\nStoragePass=" << password << "\n"
+      << "StorageLoc=slurm_acct_db\n";
+  // slurmdbd refuses a configuration others may read.
+  if (!WriteFile(d + "/slurmdbd.conf", dbd.str(), 0600, error)) return false;
+  if (!StartDaemon("slurmdbd", {std::string(kSbin) + "slurmdbd", "-D"}, error)) return false;
+  bool died = false;
+  std::string last;
+  const bool up = WaitUntil(
+      [&] {
+        if (daemons_.back()->TryReap()) {
+          died = true;
+          return true;
+        }
+        RunResult answer = Run({"sacctmgr", "-n", "-P", "list", "cluster"}, 5);
+        last = answer.err;
+        return answer.exit_code == 0;
+      },
+      kStartTimeoutS, kPollIntervalS);
+  if (!up || died) {
+    *error = died ? "slurmdbd exited" : "slurmdbd did not answer sacctmgr: " + last;
     return false;
   }
   return true;
@@ -461,6 +575,21 @@ std::optional<int64_t> SlurmCluster::Submit(const std::vector<std::string>& args
   }
   *error = "sbatch printed no job id: " + r.out;
   return std::nullopt;
+}
+
+bool SlurmCluster::Sacctmgr(const std::vector<std::string>& commands, std::string* error) const {
+  std::string script;
+  for (const std::string& c : commands) script += c + "\n";
+  const std::string path = dir() + "/sacctmgr-commands";
+  if (!WriteFile(path, script, 0600, error)) return false;
+  RunOptions o = ClientOptions();
+  o.stdin_path = path;
+  RunResult r = RunProcess({std::string(kBin) + "sacctmgr", "-i"}, o);
+  if (r.exit_code != 0 || r.err.find("rror") != std::string::npos) {
+    *error = "sacctmgr exited " + std::to_string(r.exit_code) + ": " + r.err + r.out;
+    return false;
+  }
+  return true;
 }
 
 bool SlurmCluster::CancelAllAndWait(std::string* error) const {

@@ -1,6 +1,8 @@
 // A real Slurm (Debian 12's 22.05) for end-to-end tests, private to one test
-// binary: its own munged (key and socket in a temp directory), slurmctld and
-// one slurmd per node, all on this host and listening on 127.0.0.1 only,
+// binary: its own munged (key and socket in a temp directory), MariaDB and
+// slurmdbd for accounting (QOS and association limits are enforced; priorities
+// are multifactor, so sprio has factors to show), slurmctld and one slurmd per
+// node, all on this host and listening on 127.0.0.1 only,
 // selected by their own slurm.conf (SLURM_CONF). Each node's GPUs are
 // character devices made with mknod (c 1 3, as /dev/null) named in gres.conf.
 // Needs root (mknod, slurmd) and the packages scripts/setup.sh installs.
@@ -63,6 +65,9 @@ class SlurmCluster {
   // directory); the job id, or nullopt with *error set.
   std::optional<int64_t> Submit(const std::vector<std::string>& args, const std::string& command,
                                 std::string* error) const;
+  // Runs `sacctmgr -i` on these commands, one per line ("add qos q
+  // MaxTRESPerUser=gres/gpu=1"); false, with *error, when it fails.
+  bool Sacctmgr(const std::vector<std::string>& commands, std::string* error) const;
   // Cancels every job and waits until none is pending or running and every
   // node is idle again. False, with *error, when that does not happen in time.
   bool CancelAllAndWait(std::string* error) const;
@@ -77,6 +82,10 @@ class SlurmCluster {
  private:
   SlurmCluster() = default;
   bool Launch(std::string* error);
+  // MariaDB and slurmdbd, up and answering sacctmgr.
+  bool StartAccounting(int db_port, int dbd_port, std::string* error);
+  bool StartDaemon(const std::string& label, const std::vector<std::string>& argv,
+                   std::string* error);
   bool AllNodesIdle(std::string* why) const;
   void Stop();
 

@@ -390,6 +390,130 @@ std::optional<slurm::Node> NodeNamed(const SlurmCluster& cluster, const std::str
   return std::nullopt;
 }
 
+// A name of this run for what a test adds to the accounting database, which
+// outlives a test (the cluster lives as long as the binary): a repeated test
+// gets fresh ones.
+std::string Unique(const std::string& base) {
+  static int run = 0;
+  return base + std::to_string(++run);
+}
+
+// Real QOS and association limits (slurmdbd on MariaDB, enforced): a QOS of
+// two GPUs per user and an account of one GPU. why --slurm names each limit,
+// its usage and the running job that uses it.
+TEST_F(SlurmE2eTest, WhySlurmExplainsAQosLimitPerUserAndAnAccountsGroupLimit) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  const std::string qos = Unique("gw2gpu");
+  const std::string account = Unique("gwlab");
+  std::string error;
+  ASSERT_TRUE(cluster.Sacctmgr(
+      {"add qos " + qos + " MaxTRESPerUser=gres/gpu=2", "modify user root set qos+=" + qos,
+       "add account " + account, "add user root account=" + account,
+       "modify account " + account + " set GrpTRES=gres/gpu=1"},
+      &error))
+      << error;
+  auto two =
+      cluster.Submit({"--job-name=two", "--qos=" + qos, "--gres=gpu:a100:2"}, "sleep 300", &error);
+  ASSERT_TRUE(two) << error;
+  auto lab1 = cluster.Submit({"--job-name=lab1", "--account=" + account, "--gres=gpu:l40s:1"},
+                             "sleep 300", &error);
+  ASSERT_TRUE(lab1) << error;
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(cluster, *two, Running, &seen)) << seen;
+  ASSERT_TRUE(WaitForJob(cluster, *lab1, Running, &seen)) << seen;
+  auto over =
+      cluster.Submit({"--job-name=over", "--qos=" + qos, "--gres=gpu:1"}, "sleep 300", &error);
+  ASSERT_TRUE(over) << error;
+  auto lab2 = cluster.Submit({"--job-name=lab2", "--account=" + account, "--gres=gpu:1"},
+                             "sleep 300", &error);
+  ASSERT_TRUE(lab2) << error;
+  ASSERT_TRUE(WaitForJob(
+      cluster, *over,
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "QOSMaxGRESPerUser"; },
+      &seen))
+      << seen;
+  ASSERT_TRUE(WaitForJob(
+      cluster, *lab2,
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "AssocGrpGRES"; },
+      &seen))
+      << seen;
+
+  RunResult why =
+      RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*over)}), cluster.ClientOptions());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_NE(why.out.find("QOS " + qos + " for user root allows 2 GPUs (MaxTRESPU gres/gpu=2); " +
+                         "2 in use now by 1 running job: job " + std::to_string(*two) + " root"),
+            std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("this job asks for 1 more."), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("It can start once 1 GPU of these is released."), std::string::npos)
+      << why.out;
+
+  RunResult json = RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*lab2), "--json"}),
+                              cluster.ClientOptions());
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc["jobs"].size(), 1u) << json.out;
+  const auto& limit = doc["jobs"][0]["limit"];
+  ASSERT_TRUE(limit.is_object()) << json.out;
+  EXPECT_EQ(limit["holder"], "account " + account);
+  EXPECT_EQ(limit["key"], "GrpTRES");
+  EXPECT_EQ(limit["tres"], "gres/gpu");
+  EXPECT_EQ(limit["limit"], 1);
+  EXPECT_EQ(limit["used"], 1);
+  EXPECT_EQ(limit["asks"], 1);
+  EXPECT_EQ(limit["running_jobs"], nlohmann::json::array({*lab1})) << json.out;
+  EXPECT_EQ(doc["jobs"][0]["reason"]["kind"], "limit");
+}
+
+// Priority under priority/multifactor: a job of a high-priority QOS waits for
+// the GPUs first, the job behind it waits on Priority, and why --slurm breaks
+// both priorities down into sprio's factors.
+TEST_F(SlurmE2eTest, WhySlurmBreaksAPriorityWaitDownIntoSpriosFactors) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  const std::string urgent = Unique("gwurgent");
+  std::string error;
+  ASSERT_TRUE(cluster.Sacctmgr(
+      {"add qos " + urgent + " Priority=100", "modify user root set qos+=" + urgent}, &error))
+      << error;
+  auto fill =
+      cluster.Submit({"--job-name=fill", "--nodes=2", "--gres=gpu:a100:2"}, "sleep 300", &error);
+  ASSERT_TRUE(fill) << error;
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(cluster, *fill, Running, &seen)) << seen;
+  auto low = cluster.Submit({"--job-name=low", "--gres=gpu:a100:1"}, "sleep 300", &error);
+  ASSERT_TRUE(low) << error;
+  auto high = cluster.Submit({"--job-name=high", "--qos=" + urgent, "--gres=gpu:a100:1"},
+                             "sleep 300", &error);
+  ASSERT_TRUE(high) << error;
+  ASSERT_TRUE(WaitForJob(
+      cluster, *low,
+      [](const slurm::Job& j) { return j.state == "PENDING" && j.reason == "Priority"; }, &seen))
+      << seen;
+
+  RunResult why =
+      RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*low)}), cluster.ClientOptions());
+  ASSERT_EQ(why.exit_code, 0) << why.err;
+  EXPECT_NE(why.out.find("waits: Priority"), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("1 job of its partition waits ahead of it for resources"),
+            std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("job " + std::to_string(*high) + " root (priority 11"), std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("= QOS 10000 + partition 1000"), std::string::npos) << why.out;
+  EXPECT_EQ(why.out.find("could not be read"), std::string::npos) << why.out;
+
+  RunResult json = RunProcess(Gpuwarden({"why", "--slurm", std::to_string(*low), "--json"}),
+                              cluster.ClientOptions());
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& factors = doc["jobs"][0]["priority_factors"];
+  ASSERT_TRUE(factors.is_object()) << json.out;
+  EXPECT_EQ(factors["qos"], 0);
+  EXPECT_EQ(factors["partition"], 1000);
+  EXPECT_GE(factors["priority"].get<double>(), 1000);
+}
+
 // `gpuwarden health --slurm-drain` as slurmd runs a HealthCheckProgram: a
 // minimal environment (no PATH), the node named by SLURMD_NODENAME. A fault
 // drains the node with a reason naming the GPU and the finding; healthy again
