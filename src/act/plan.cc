@@ -267,8 +267,9 @@ class Planner {
         AddZombie(pid, Role::kNamed);
         continue;
       }
+      // Refused, or no such process: both are an error of the command.
       if (!Add(pid, Role::kNamed, Reason::kNamed, "named on the command line")) {
-        if (host != nullptr) plan_.refused_named.push_back(pid);
+        plan_.refused_named.push_back(pid);
       }
     }
   }

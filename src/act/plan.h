@@ -102,8 +102,8 @@ struct Plan {
   std::vector<PlanItem> act;       // Will be signalled, in PID order.
   std::vector<PlanItem> skip;      // Will not, with the reason.
   std::vector<std::string> notes;  // Offers and hints ("--tree would also stop ...").
-  // kill: PIDs the caller named that are refused (skip reasons other than
-  // gone/zombie-handled-by-parent) — the exit code reports them.
+  // kill: PIDs the caller named that are refused or do not exist (a zombie
+  // handled through its parent is not refused) — the exit code reports them.
   std::vector<pid_t> refused_named;
 };
 

@@ -221,12 +221,14 @@ TEST(Plan, KillRefusesSelfAncestorsInitAndKernelThreads) {
   EXPECT_EQ(p.refused_named, (std::vector<pid_t>{1, 77, 200, 900}));
 }
 
-TEST(Plan, KillOfAGoneProcessIsReportedNotRefused) {
+// A process named that does not exist is an error of the command
+// (docs/cli.md): skipped as gone and counted as refused for the exit code.
+TEST(Plan, KillOfAGoneProcessIsAnError) {
   World w;
   Plan p = w.Make({.mode = PlanMode::kKill, .pids = {4242, 300}});
   EXPECT_EQ(Pids(p.act), (std::vector<pid_t>{300}));
   EXPECT_EQ(Item(p.skip, 4242)->reason, Reason::kGone);
-  EXPECT_TRUE(p.refused_named.empty());
+  EXPECT_EQ(p.refused_named, (std::vector<pid_t>{4242}));
   EXPECT_EQ(Item(p.act, 300)->reason, Reason::kNamed);
 }
 

@@ -1,9 +1,12 @@
 #include "cli/cli_options.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "core/units.h"
 
 namespace gw::cli {
 namespace {
@@ -18,6 +21,26 @@ constexpr std::array<std::string_view, 7> kQueueSubcommands = {"run",  "queue", 
 }  // namespace
 
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
+  // A word where a command goes that is none: named, with the nearest one,
+  // before CLI11 calls it "A subcommand is required".
+  if (const std::string_view name = SubcommandOf(argc, argv); !name.empty()) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      commands.push_back(sub->get_name());
+    }
+    if (std::find(commands.begin(), commands.end(), name) == commands.end()) {
+      std::string line = "gpuwarden: \"" + std::string(name) + "\" is not a command";
+      if (const std::string near = NearestCommand(name, commands); !near.empty()) {
+        line += "; did you mean \"" + near + "\"?";
+      } else {
+        std::string all;
+        for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
+        line += " (commands: " + all + ")";
+      }
+      std::fprintf(stderr, "%s\n", line.c_str());
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -27,7 +50,8 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpuwarden: %s\nRun 'gpuwarden --help' for usage.\n", e.what());
+    // One line: what is wrong and what is accepted, then where the rest is.
+    std::fprintf(stderr, "gpuwarden: %s (see gpuwarden --help)\n", e.what());
     return kExitUsage;
   }
   return std::nullopt;
@@ -40,6 +64,98 @@ const CLI::Validator& NonEmpty() {
   return kNonEmpty;
 }
 
+namespace {
+// A range's end: "0.05s", "90s", "10m", "366d".
+std::string Bound(double seconds) {
+  if (seconds < 120) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%gs", seconds);
+    return buf;
+  }
+  return FormatDuration(seconds);
+}
+}  // namespace
+
+CLI::Validator Seconds(double min_s, double max_s) {
+  return CLI::Validator(
+      [min_s, max_s](std::string& value) -> std::string {
+        Result<double> s = ParseDuration(value);
+        if (!s.ok()) {
+          return "\"" + value + "\" is not a duration: 30s, 5m, 2h, 1d or plain seconds";
+        }
+        if (*s < min_s || *s > max_s) {
+          return "\"" + value + "\" is out of range: " + Bound(min_s) + " to " + Bound(max_s);
+        }
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.17g", *s);
+        value = buf;
+        return std::string();
+      },
+      "DURATION", "SECONDS");
+}
+
+CLI::Validator OneOf(std::vector<std::string> words) {
+  std::string list;
+  for (size_t i = 0; i < words.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  }
+  return CLI::Validator(
+      [words, list](std::string& value) -> std::string {
+        std::string lower = value;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (std::find(words.begin(), words.end(), lower) == words.end()) {
+          return "\"" + value + "\" is not one of " + list;
+        }
+        value = lower;
+        return std::string();
+      },
+      "", "ONEOF");
+}
+
+const CLI::Validator& ProcessId() {
+  static const CLI::Validator kPid(
+      [](std::string& value) -> std::string {
+        const bool digits = !value.empty() && value.size() <= 10 &&
+                            value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoll(value) <= 0 || std::stoll(value) > 0x7fffffffLL) {
+          return "\"" + value + "\" is not a process id (a whole number above 0)";
+        }
+        return std::string();
+      },
+      "", "PID");
+  return kPid;
+}
+
+std::string NearestCommand(std::string_view name, const std::vector<std::string>& commands) {
+  // Edit distance, bounded: names are short.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = 3;  // two edits at most
+  for (const std::string& c : commands) {
+    if (name.size() >= 2 && c.rfind(std::string(name), 0) == 0) return c;
+    const size_t d = distance(name, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket) {
   app.add_option(std::string(kValueOptions[0]), global.sim_scenario,
                  "Read GPUs from gpuwarden's simulated NVML driven by this scenario file "
@@ -47,10 +163,10 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
       ->type_name("FILE")
       ->check(NonEmpty());
   app.add_option(std::string(kValueOptions[1]), global.timeout_s,
-                 "Deadline in seconds for one probe of the driver; a driver that does not "
-                 "answer in time is reported as not responding")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.05, 600.0))
+                 "Deadline for one probe of the driver (e.g. 2s, 0.5); a driver that "
+                 "does not answer in time is reported as not responding")
+      ->type_name("DURATION")
+      ->transform(Seconds(0.05, 600.0))
       ->capture_default_str();
   std::map<std::string, ColorChoice> colors = {{"auto", ColorChoice::kAuto},
                                                {"always", ColorChoice::kAlways},
@@ -58,7 +174,10 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket)
   app.add_option(std::string(kValueOptions[2]), global.color,
                  "Colour output: auto (a terminal, unless NO_COLOR is set), always, never")
       ->type_name("WHEN")
-      ->transform(CLI::CheckedTransformer(colors, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(colors, CLI::ignore_case))
+      // Added last, so it runs first (CLI11 puts a transform in front): its
+      // error names the words.
+      ->transform(OneOf({"auto", "always", "never"}));
   app.add_option(std::string(kValueOptions[3]), global.proc_root,
                  "Where the host's /proc is mounted (e.g. inside a container)")
       ->type_name("DIR")
@@ -80,10 +199,9 @@ namespace {
 // --slurm and its deadline, --slurm-timeout (only with --slurm).
 void AddSlurmOptions(CLI::App* sub, bool& slurm, double& timeout_s, const std::string& help) {
   CLI::Option* flag = sub->add_flag("--slurm", slurm, help + " (docs/slurm.md)");
-  sub->add_option("--slurm-timeout", timeout_s,
-                  "With --slurm: deadline in seconds for each Slurm command")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 600.0))
+  sub->add_option("--slurm-timeout", timeout_s, "With --slurm: deadline for each Slurm command")
+      ->type_name("DURATION")
+      ->transform(Seconds(0.1, 600.0))
       ->capture_default_str()
       ->needs(flag);
 }
@@ -120,7 +238,7 @@ void AddRun(CLI::App& app, QueueCommands& q) {
   run->add_option("--name", run_args.name, "A name for the job");
   run->add_option("--time-limit", run_args.time_limit, "Stop it after this long, e.g. 4h")
       ->type_name("DURATION")
-      ->check(NonEmpty());
+      ->check(Seconds(1, 366 * 86400.0));
   run->add_flag("--preemptible", run_args.preemptible,
                 "A higher-priority job may stop it (SIGTERM, grace, SIGKILL) and requeue it");
   run->add_flag("--wait", run_args.wait,

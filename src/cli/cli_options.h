@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/global_options.h"
 #include "cli/queue_command.h"
@@ -29,6 +30,23 @@ inline constexpr const char* kDescription =
 // For an option whose empty value would read as "not given" (--need '',
 // --since '', --kernel-log ''): an empty value is a usage error, named.
 const CLI::Validator& NonEmpty();
+
+// The command-line conventions (docs/cli.md), one validator each, so that
+// every flag of a kind accepts the same forms and refuses in the same words
+// ("--window: \"abc\" is not a duration: 30s, 5m, 2h, 1d or plain seconds").
+//
+// A time flag: ParseDuration's forms ("30s", "5m", "2h", "1d", "1h30m", plain
+// seconds), within [min_s, max_s]; the option receives seconds.
+CLI::Validator Seconds(double min_s, double max_s);
+// One of these words, in any case; the option receives it in lower case.
+CLI::Validator OneOf(std::vector<std::string> words);
+// A process id: a whole number above 0.
+const CLI::Validator& ProcessId();
+
+// Every gpuwarden command, for the "did you mean" of an unknown one.
+// The nearest command to `name` (an edit or two away, or one it begins),
+// or "" when none is near.
+std::string NearestCommand(std::string_view name, const std::vector<std::string>& commands);
 
 // --sim, --timeout, --color, --proc-root, --dev-dir and --socket.
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global, std::string& socket);
@@ -60,7 +78,8 @@ bool WantsSlurm(const QueueCommands& q);
 
 // app.parse(argc, argv) with gpuwarden's answers to what stops a parse:
 // --help and --version printed (0), a usage error named in one line on
-// stderr (kExitUsage). nullopt: parsed, go on.
+// stderr (kExitUsage), also for a command that does not exist (with the
+// nearest one). nullopt: parsed, go on.
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv);
 
 // The subcommand named on the command line: the first argument that is not

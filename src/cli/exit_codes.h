@@ -16,7 +16,7 @@ enum ExitCode : int {
 
   // `clean` and `kill`.
   kExitNotConfirmed = 7,     // Not confirmed (no --yes off a terminal, or "no"): nothing done.
-  kExitCleanRefused = 8,     // Some named processes were refused (not yours, protected, ...).
+  kExitCleanRefused = 8,     // Some named processes were refused (not yours, protected, gone).
   kExitCleanIncomplete = 9,  // A process did not end, or its GPU memory was not released.
 
   // The queue's client commands (run, queue, jobs, cancel, hold, release, logs).
@@ -52,7 +52,7 @@ inline constexpr const char* kExitCodeHelp =
     "  6  one or more GPUs unreachable (lost, fallen off the bus, no permission)\n"
     "clean and kill:\n"
     "  7  not confirmed (no --yes and no terminal, or answered no): nothing was signalled\n"
-    "  8  some processes named were refused (not yours, protected, gpuwarden itself)\n"
+    "  8  some processes named were refused (not yours, protected, no such process)\n"
     "  9  incomplete: a process did not end, or its GPU memory was not released\n"
     "run, queue, jobs, cancel, hold, release, logs:\n"
     " 15  gpuwardend cannot be reached\n"

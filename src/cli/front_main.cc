@@ -41,6 +41,7 @@ std::optional<int> RunQueueCommand(std::string_view subcommand, int argc, char**
   CLI::App app{gw::cli::kDescription, "gpuwarden"};
   app.footer(gw::cli::kExitCodeHelp);
   app.require_subcommand(1);
+  app.fallthrough();              // Global options after the command too, as in gpuwarden-tools.
   gw::cli::GlobalOptions global;  // Accepted as everywhere; the queue uses none but --socket.
   std::string socket;
   gw::cli::AddGlobalOptions(app, global, socket);

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "core/units.h"
@@ -71,8 +72,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sim", global.sim_scenario, "Use the simulated NVML with this scenario")
       ->type_name("FILE");
-  app.add_option("--timeout", global.timeout_s, "Deadline in seconds for one GPU probe")
-      ->check(CLI::Range(0.05, 600.0))
+  app.add_option("--timeout", global.timeout_s, "Deadline for one GPU probe (e.g. 2s, 0.5)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.05, 600.0))
       ->capture_default_str();
   app.add_option("--proc-root", global.proc_root, "Where the host's /proc is")
       ->capture_default_str();
@@ -82,19 +84,26 @@ int Main(int argc, char** argv) {
   app.add_option("--margin", margin, "Free memory kept on top of each request")
       ->capture_default_str();
   app.add_option("--grace", grace, "Stopping a job: SIGTERM, this long, then SIGKILL")
+      ->type_name("DURATION")
+      ->check(gw::cli::Seconds(0, 86400.0))
       ->capture_default_str();
   app.add_option("--vram-guard", vram_guard,
                  "A job over its --vram by more than the margin: stop (default) or warn")
-      ->check(CLI::IsMember({"stop", "warn"}));
+      ->transform(gw::cli::OneOf({"stop", "warn"}));
   app.add_option("--max-running-per-user", o.table.policy.max_running_per_user,
                  "At most this many running jobs per user (0 = no limit)");
   app.add_option("--max-gpus-per-user", o.table.policy.max_gpus_per_user,
                  "At most this many GPUs in use per user (0 = no limit)");
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : gw::cli::kExitUsage;
+    // One line, as gpuwarden's (docs/cli.md).
+    std::fprintf(stderr, "gpuwardend: %s (see gpuwardend --help)\n", e.what());
+    return gw::cli::kExitUsage;
   }
   auto m = gw::ParseSize(margin);
   if (!m.ok()) {

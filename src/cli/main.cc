@@ -28,6 +28,9 @@ int Main(int argc, char** argv) {
   app.footer(gw::cli::kExitCodeHelp);
   app.set_version_flag("--version", "gpuwarden " GW_VERSION);
   app.require_subcommand(1);
+  // Global options after the command too (`status --sim FILE`): each
+  // subcommand hands what it does not know to the program's options.
+  app.fallthrough();
 
   gw::cli::GlobalOptions global;
   std::string socket;
@@ -52,10 +55,9 @@ int Main(int argc, char** argv) {
   auto add_judge_options = [](CLI::App* cmd, gw::cli::JudgeArgs& judge) {
     cmd->add_flag("--now", judge.now, "Judge one snapshot instead of sampling a window");
     cmd->add_option("--window", judge.window_s,
-                    "Sample the server for this many seconds, so 'saturated' and 'idle' mean "
-                    "sustained")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(0.0, 600.0))
+                    "Sample the server this long, so 'saturated' and 'idle' mean sustained")
+        ->type_name("DURATION")
+        ->transform(gw::cli::Seconds(0.0, 600.0))
         ->capture_default_str();
     cmd->add_option("--from", judge.from,
                     "Judge an `nvidia-smi -q -x` dump instead of the live server")
@@ -84,10 +86,9 @@ int Main(int argc, char** argv) {
       ->check(gw::cli::NonEmpty());
   why->add_flag("--nvlink", why_args.judge.nvlink, "The --need GPUs must be joined by NVLink");
   why->add_option("--idle-for", why_args.judge.idle_min_age_s,
-                  "A holder at 0 % SM counts as idle once it has lived this long (seconds; "
-                  "default 600)")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.0, 1e9));
+                  "A holder at 0 % SM counts as idle once it has lived this long (default 10m)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.0, 1e9));
   why->add_flag("--json", why_args.json, "Machine-readable output (schema: docs/json.md)");
   CLI::Option* why_slurm =
       why->add_option("--slurm", why_args.slurm_job,
@@ -121,13 +122,13 @@ int Main(int argc, char** argv) {
       ->add_option("--on-degraded", health_args.on_degraded,
                    "With --slurm-drain: what DEGRADED does to the node")
       ->type_name("ignore|drain")
-      ->check(CLI::IsMember({"ignore", "drain"}))
+      ->transform(gw::cli::OneOf({"ignore", "drain"}))
       ->capture_default_str();
   health
       ->add_option("--slurm-timeout", health_args.slurm_timeout_s,
-                   "Deadline in seconds for each Slurm command (sinfo, scontrol)")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 600.0))
+                   "Deadline for each Slurm command (sinfo, scontrol)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.1, 600.0))
       ->capture_default_str();
 
   gw::cli::EventsArgs events_args;
@@ -153,24 +154,28 @@ int Main(int argc, char** argv) {
       "(your own unless root names users); plan, confirm, signal, verify (docs/cleanup.md)");
   CLI::App* kill = app.add_subcommand(
       "kill", "Stop the named processes through the same checks as clean (docs/cleanup.md)");
-  kill->add_option("pids", kill_args.pids, "The processes to stop")
+  kill->add_option("pid", kill_args.pids, "The processes to stop")
       ->required()
-      ->type_name("PID...");
-  clean->add_option("--pid", clean_args.pids, "Only these candidates")->type_name("PID");
+      ->type_name("PID...")
+      ->check(gw::cli::ProcessId());
+  clean->add_option("--pid", clean_args.pids, "Only these candidates")
+      ->type_name("PID")
+      ->check(gw::cli::ProcessId());
   clean->add_option("--gpu", clean_args.gpus, "Only holders of these GPUs (index)")
       ->type_name("INDEX");
   clean
       ->add_option("--idle-for", clean_args.idle_for,
                    "A holder at 0 % SM counts as idle once it has lived this long (default 10m)")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(gw::cli::Seconds(0, 1e9));
   clean->add_option("--min-vram", clean_args.min_vram, "Only holders of at least this much VRAM")
       ->type_name("SIZE");
   clean->add_flag("--now", clean_args.judge.now, "Judge one snapshot instead of a window");
   clean
       ->add_option("--window", clean_args.judge.window_s,
-                   "Sample this many seconds first, so 'idle' means idle for that long")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.0, 600.0))
+                   "Sample this long first, so 'idle' means idle for that long")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.0, 600.0))
       ->capture_default_str();
   // Holders are judged from NVML and /proc; the kernel log adds nothing here.
   clean_args.judge.no_kernel_log = true;
@@ -197,9 +202,9 @@ int Main(int argc, char** argv) {
   cluster->add_flag("--json", cluster_args.json, "Machine-readable output (schema: docs/slurm.md)");
   cluster
       ->add_option("--slurm-timeout", cluster_args.slurm_timeout_s,
-                   "Deadline in seconds for each Slurm command (sinfo, squeue)")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 600.0))
+                   "Deadline for each Slurm command (sinfo, squeue)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.1, 600.0))
       ->capture_default_str();
 
   gw::cli::WatchArgs watch_args;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "act/audit_log.h"
+#include "cli/cli_options.h"
 #include "collect/deadline.h"
 #include "config/config.h"
 #include "core/units.h"
@@ -43,11 +44,13 @@ void AddStopFlags(CLI::App& command, StopFlags& flags) {
                   "HUP, QUIT, USR1, USR2; SIGKILL follows the grace period")
       ->type_name("NAME");
   command.add_option("--grace", flags.grace, "Wait this long before SIGKILL (default 10s)")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(Seconds(0, 86400.0));
   command
       .add_option("--settle", flags.settle,
                   "Wait up to this long for the driver to release the memory (default 5s)")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(Seconds(0, 3600.0));
   command
       .add_option("--protect", flags.protect, "Never signal processes of this name (repeatable)")
       ->type_name("NAME");

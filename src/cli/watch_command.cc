@@ -16,6 +16,7 @@
 #include "act/plan.h"
 #include "act/process_control.h"
 #include "act/protected.h"
+#include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/judge.h"
 #include "cli/stop_path.h"
@@ -209,13 +210,14 @@ CLI::App* AddWatchSubcommand(CLI::App& app, WatchArgs& args) {
       "watch",
       "A live view: GPUs now and over the last minutes, who holds them, the verdict, "
       "the queue; stop a process as `kill` does (docs/watch.md)");
-  watch->add_option("-n,--interval", args.interval_s, "Seconds between two looks")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 3600.0))
+  watch->add_option("-n,--interval", args.interval_s, "Time between two looks (e.g. 2s, 0.5)")
+      ->type_name("DURATION")
+      ->transform(Seconds(0.1, 3600.0))
       ->capture_default_str();
   watch->add_flag("--readonly", args.readonly, "Turn every action off");
   watch->add_option("--history", args.history, "How long the graphs remember, e.g. 30m")
       ->type_name("DURATION")
+      ->check(Seconds(1, 7 * 86400.0))
       ->capture_default_str();
   AddStopFlags(*watch, args.stop);  // The stop action's, as for kill.
   return watch;
