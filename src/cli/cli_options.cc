@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "core/edit_distance.h"
 #include "core/units.h"
 
 namespace gw::cli {
@@ -128,26 +129,11 @@ const CLI::Validator& ProcessId() {
 }
 
 std::string NearestCommand(std::string_view name, const std::vector<std::string>& commands) {
-  // Edit distance, bounded: names are short.
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = up;
-      }
-    }
-    return row[b.size()];
-  };
   std::string best;
   size_t best_distance = 3;  // two edits at most
   for (const std::string& c : commands) {
     if (name.size() >= 2 && c.rfind(std::string(name), 0) == 0) return c;
-    const size_t d = distance(name, c);
+    const size_t d = EditDistance(name, c);
     if (d < best_distance) {
       best_distance = d;
       best = c;

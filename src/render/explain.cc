@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/edit_distance.h"
 #include "core/text.h"
 #include "diagnose/catalog.h"
 #include "render/styled_line.h"
@@ -13,21 +14,6 @@ namespace gw::render {
 namespace {
 
 using diagnose::Actor;
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string_view WhoActs(Actor a) {
   switch (a) {
