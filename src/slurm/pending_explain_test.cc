@@ -174,6 +174,24 @@ TEST(PendingExplain, PriorityNamesTheJobsAheadInItsPartition) {
   ASSERT_TRUE(f.priority_factors);
   EXPECT_EQ(f.priority_factors->partition_factor, 100);
   EXPECT_FALSE(Has(f.evidence, "could not be read")) << Joined(f.evidence);
+
+  // A job of several partitions: the row of its own, else any of its rows;
+  // none for a job sprio does not list.
+  const std::vector<PriorityFactors> two_partitions = {
+      {9, "bob", "debug", 50, 0, 0, 0, 0, 0, 50, 0, 0, ""},
+      {9, "bob", "gpu", 100, 0, 0, 0, 0, 0, 100, 0, 0, ""}};
+  context.priorities = &two_partitions;
+  EXPECT_EQ(
+      ExplainPendingJob(me, view, w.squeue.jobs, kNow, context).priority_factors->partition_factor,
+      100);
+  Job elsewhere = me;
+  elsewhere.partition = "other";
+  EXPECT_EQ(ExplainPendingJob(elsewhere, view, w.squeue.jobs, kNow, context)
+                .priority_factors->partition_factor,
+            50);
+  Job unlisted = me;
+  unlisted.id = 99;
+  EXPECT_FALSE(ExplainPendingJob(unlisted, view, w.squeue.jobs, kNow, context).priority_factors);
 }
 
 TEST(PendingExplain, AnEqualPriorityAheadIsTheEarlierJob) {

@@ -68,29 +68,31 @@ WaitDetails ReadWaitDetails(os::CommandRunner& runner, const std::vector<Job>& j
     const PendingReason* r = FindPendingReason(*j.reason);
     if (r != nullptr && r->limit) limit = true;
   }
+  // Runs a client and parses its output into *value, or says why not in
+  // *unread.
+  auto read = [&](const std::vector<std::string>& argv, const std::string& label, auto parse,
+                  auto* value, std::string* unread) {
+    Result<std::string> out = OutputOf(runner, argv, label, options);
+    if (!out.ok()) {
+      *unread = out.error().message;
+      return;
+    }
+    auto parsed = parse(*out);
+    if (!parsed.ok()) {
+      *unread = parsed.error().message;
+      return;
+    }
+    *value = std::move(*parsed);
+  };
   WaitDetails details;
   if (priority) {
-    Result<std::string> out = OutputOf(
-        runner, {options.sprio, "-h", "-o", std::string(kSprioFormat)}, options.sprio, options);
-    if (!out.ok()) {
-      details.priorities_unread = out.error().message;
-    } else if (auto rows = ParseSprio(*out); !rows.ok()) {
-      details.priorities_unread = rows.error().message;
-    } else {
-      details.priorities = std::move(*rows);
-    }
+    read({options.sprio, "-h", "-o", std::string(kSprioFormat)}, options.sprio, ParseSprio,
+         &details.priorities, &details.priorities_unread);
   }
   if (limit) {
-    Result<std::string> out =
-        OutputOf(runner, {options.scontrol, "-o", "show", "assoc_mgr", "flags=assoc,qos"},
-                 options.scontrol + " show assoc_mgr", options);
-    if (!out.ok()) {
-      details.limits_unread = out.error().message;
-    } else if (auto state = ParseAssocMgr(*out); !state.ok()) {
-      details.limits_unread = state.error().message;
-    } else {
-      details.limits = std::move(*state);
-    }
+    read({options.scontrol, "-o", "show", "assoc_mgr", "flags=assoc,qos"},
+         options.scontrol + " show assoc_mgr", ParseAssocMgr, &details.limits,
+         &details.limits_unread);
   }
   return details;
 }

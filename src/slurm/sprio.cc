@@ -101,15 +101,4 @@ std::string FormatFigure(double v) {
   return buf;
 }
 
-const PriorityFactors* FindFactors(const std::vector<PriorityFactors>& rows, int64_t job_id,
-                                   std::string_view partition) {
-  const PriorityFactors* any = nullptr;
-  for (const PriorityFactors& f : rows) {
-    if (f.job_id != job_id) continue;
-    if (f.partition == partition) return &f;
-    if (any == nullptr) any = &f;
-  }
-  return any;
-}
-
 }  // namespace gw::slurm

@@ -48,10 +48,6 @@ std::string DescribeFactors(const PriorityFactors& factors);
 // others with two places ("0.60").
 std::string FormatFigure(double value);
 
-// The row of a job in a partition, or nullptr.
-const PriorityFactors* FindFactors(const std::vector<PriorityFactors>& rows, int64_t job_id,
-                                   std::string_view partition);
-
 }  // namespace gw::slurm
 
 #endif  // GPUWARDEN_SLURM_SPRIO_H_

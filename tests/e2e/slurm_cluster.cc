@@ -585,7 +585,11 @@ bool SlurmCluster::Sacctmgr(const std::vector<std::string>& commands, std::strin
   RunOptions o = ClientOptions();
   o.stdin_path = path;
   RunResult r = RunProcess({std::string(kBin) + "sacctmgr", "-i"}, o);
-  if (r.exit_code != 0 || r.err.find("rror") != std::string::npos) {
+  // Besides the exit code, a command's error message on stderr ("error: ..."
+  // or " Error ...") counts as a failure: one of several commands may fail.
+  const bool said_error =
+      r.err.find("error") != std::string::npos || r.err.find("Error") != std::string::npos;
+  if (r.exit_code != 0 || said_error) {
     *error = "sacctmgr exited " + std::to_string(r.exit_code) + ": " + r.err + r.out;
     return false;
   }
