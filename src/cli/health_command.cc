@@ -8,6 +8,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/judge.h"
+#include "cli/slurm_node.h"
 #include "cli/terminal.h"
 #include "cli/why_command.h"
 #include "core/text.h"
@@ -28,18 +29,6 @@ void Print(const std::string& text) {
 // Slurm's reason field is shown in one line by sinfo -R; a long one only wraps.
 constexpr int kDrainReasonColumns = 200;
 
-// The node this health check speaks for: --slurm-node, else slurmd's
-// SLURMD_NODENAME (several slurmd can share one host), else the host name
-// up to its first dot.
-std::string SlurmNodeName(const HealthArgs& args) {
-  if (!args.slurm_node.empty()) return args.slurm_node;
-  if (const char* n = std::getenv("SLURMD_NODENAME"); n != nullptr && *n != '\0') return n;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "";
-  std::string name = host;
-  return name.substr(0, name.find('.'));
-}
-
 slurm::NodeHealth ToNodeHealth(diagnose::Health h) {
   switch (h) {
     case diagnose::Health::kHealthy:
@@ -59,7 +48,7 @@ slurm::NodeHealth ToNodeHealth(diagnose::Health h) {
 // not be read or changed.
 bool ApplyToSlurm(const HealthArgs& args, slurm::NodeHealth health, const std::string& problem,
                   os::CommandRunner& runner) {
-  const std::string node = SlurmNodeName(args);
+  const std::string node = SlurmNodeName(args.slurm_node);
   if (node.empty()) {
     std::fprintf(stderr,
                  "gpuwarden: health --slurm-drain: no node name (give --slurm-node, or "

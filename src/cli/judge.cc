@@ -103,6 +103,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
     }
   }
 
+  if (args.slurm_runner != nullptr) {
+    const Status slurm =
+        AttachSlurmNode(args.slurm, !args.from.empty() || !global.sim_scenario.empty(),
+                        judged.history.back(), *args.slurm_runner);
+    if (!slurm.ok()) judged.slurm_error = slurm.error().message;
+  }
+
   // The kernel log: a named file always; the system's own log only when
   // judging this machine live (a dump from elsewhere has no kernel log here).
   if (!args.kernel_log.empty()) {

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "cli/global_options.h"
+#include "cli/slurm_node.h"
 #include "collect/kernel_log.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "diagnose/verdict.h"
+#include "os/run_command.h"
 
 namespace gw::cli {
 
@@ -28,6 +30,10 @@ struct JudgeArgs {
   // Say what the window is doing on a terminal (stderr) while it samples
   // (cli/progress.h); the caller sets it for text output only.
   bool progress = false;
+  // `why` on a Slurm node: ask Slurm which jobs hold the GPUs (cli/slurm_node.h)
+  // through this runner; null (health) never asks.
+  os::CommandRunner* slurm_runner = nullptr;
+  SlurmNodeArgs slurm;
 };
 
 struct Judged {
@@ -37,6 +43,9 @@ struct Judged {
   diagnose::DiagnoseOptions options;
   diagnose::Diagnosis diagnosis;
   double window_s = 0;  // Time the history spans.
+  // Set when Slurm was asked by name (--slurm-node) and could not answer:
+  // the message, for exit code 20 after the verdict is shown.
+  std::string slurm_error;
 };
 
 // Errors: code "usage" (a bad --need) or "bad_input" (unreadable --from or

@@ -50,6 +50,7 @@ int Main(int argc, char** argv) {
       ->add_option("--from", status_args.from,
                    "Read an `nvidia-smi -q -x` dump instead of the live driver")
       ->type_name("FILE");
+  gw::cli::AddSlurmNodeOptions(status, status_args.slurm);
 
   // Options shared by why and health.
   auto add_judge_options = [](CLI::App* cmd, gw::cli::JudgeArgs& judge) {
@@ -99,7 +100,9 @@ int Main(int argc, char** argv) {
   why->add_option("--explain", why_args.explain, "Explain a finding code at length")
       ->type_name("CODE");
   // A Slurm job's wait is judged from Slurm, not from this server's GPUs.
-  for (const char* local : {"--need", "--nvlink", "--explain", "--from"}) {
+  gw::cli::AddSlurmNodeOptions(why, why_args.judge.slurm);
+  for (const char* local :
+       {"--need", "--nvlink", "--explain", "--from", "--slurm-node", "--no-slurm"}) {
     why_slurm->excludes(local);
   }
 
@@ -216,7 +219,10 @@ int Main(int argc, char** argv) {
 
   if (auto stopped = gw::cli::ParseCommandLine(app, argc, argv)) return *stopped;
 
-  if (status->parsed()) return gw::cli::RunStatus(global, status_args);
+  if (status->parsed()) {
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunStatus(global, status_args, runner);
+  }
   if (why->parsed() && why_slurm->count() > 0) {
     gw::cli::SlurmWhyArgs slurm_args;
     slurm_args.job = why_args.slurm_job;
@@ -226,6 +232,8 @@ int Main(int argc, char** argv) {
   }
   if (why->parsed()) {
     why_args.judge.progress = !why_args.json;  // A status line on a terminal, never in JSON.
+    gw::os::RealCommandRunner runner;
+    why_args.judge.slurm_runner = &runner;
     return gw::cli::RunWhy(global, why_args);
   }
   if (health->parsed()) {

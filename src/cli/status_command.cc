@@ -8,6 +8,7 @@
 #include "cli/terminal.h"
 #include "collect/collector.h"
 #include "core/clock.h"
+#include "core/text.h"
 #include "import/nvsmi_xml.h"
 #include "render/filter.h"
 #include "render/status_json.h"
@@ -28,7 +29,7 @@ int StatusExitCode(const Snapshot& snapshot) {
   return kExitOk;
 }
 
-int RunStatus(const GlobalOptions& global, const StatusArgs& args) {
+int RunStatus(const GlobalOptions& global, const StatusArgs& args, os::CommandRunner& runner) {
   Snapshot snapshot;
   if (!args.from.empty()) {
     auto imported = import::ReadNvidiaSmiXmlFile(args.from);
@@ -45,6 +46,11 @@ int RunStatus(const GlobalOptions& global, const StatusArgs& args) {
     }
     RealClock clock;
     snapshot = collect::Collect(*options, clock);
+  }
+  const Status slurm = AttachSlurmNode(
+      args.slurm, !args.from.empty() || !global.sim_scenario.empty(), snapshot, runner);
+  if (!slurm.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", SanitizeForTerminal(slurm.error().message).c_str());
   }
 
   render::SnapshotFilter filter{args.gpus, args.users};
@@ -67,6 +73,7 @@ int RunStatus(const GlobalOptions& global, const StatusArgs& args) {
   }
 
   int code = StatusExitCode(snapshot);
+  if (code == kExitOk && !slurm.ok()) return kExitSlurmUnavailable;
   // A simulator that rejected its scenario fails nvmlInit with UNKNOWN after
   // printing why; that is bad input, not a missing driver.
   if (code == kExitNvmlUnavailable && snapshot.source == SnapshotSource::kSimulated) {

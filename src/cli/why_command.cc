@@ -11,6 +11,7 @@
 #include "collect/collector.h"
 #include "collect/kernel_log.h"
 #include "core/clock.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "kmsg/escalation.h"
 #include "render/events_json.h"
@@ -72,6 +73,10 @@ int RunWhy(const GlobalOptions& global, const WhyArgs& args) {
     text.kernel_log_sources = SourcesRead(*judged);
     text.kernel_log_note = judged->kernel_log_note;
     Print(render::RenderWhyText(judged->diagnosis, latest, text));
+  }
+  if (!judged->slurm_error.empty()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", SanitizeForTerminal(judged->slurm_error).c_str());
+    return kExitSlurmUnavailable;
   }
   return VerdictExitCode(judged->diagnosis.server);
 }

@@ -202,7 +202,13 @@ struct ProcessOwner {
   Opt<std::string> container_runtime;  // "docker", "containerd", "podman", "lxc", "kubernetes".
   Opt<std::string> container_id;       // Full id as found in the cgroup path.
   Opt<std::string> systemd_unit;       // "jupyter.service", "session-4.scope", ...
+  // The Slurm job and step the process runs in: from its cgroup
+  // (proctrack/cgroup: .../job_15/step_0) or, where Slurm tracks processes
+  // without cgroups (proctrack/linuxproc, pgid), from the root-owned
+  // slurmstepd it descends from ("slurmstepd: [15.0]"). Step is "0",
+  // "batch", "extern", "interactive", ...
   Opt<std::string> slurm_job_id;
+  Opt<std::string> slurm_step;
   Opt<std::string> cgroup_path;
 };
 
@@ -250,6 +256,40 @@ struct HostInfo {
   Opt<unsigned> cpu_count;
 };
 
+// A Slurm job that holds resources of this node, as slurmctld reports it
+// (squeue --json), with its GPUs mapped onto this snapshot's.
+struct SlurmJob {
+  std::string id;  // "15"; an array task's own job id, not "15_3"
+  Opt<std::string> user;
+  Opt<std::string> name;   // Raw job name: sanitise before a terminal.
+  Opt<std::string> state;  // "RUNNING", "SUSPENDED", "COMPLETING"
+  Opt<int64_t> start_time_unix_s;
+  // Slurm's GRES indexes of its GPUs on this node (IDX), ascending, and the
+  // Gpu::index of each that matched a GPU of this server, in the same order
+  // (an index without a match here is left out, and named in
+  // SlurmNode::notes).
+  std::vector<unsigned> gres_indexes;
+  std::vector<unsigned> gpus;
+};
+
+// This server as a Slurm node: the jobs slurmctld runs on it and which of its
+// GPUs each was given. Present in a snapshot only when this host was looked up
+// in Slurm (status and why on a Slurm node).
+struct SlurmNode {
+  std::string name;  // NodeName
+  // Set when Slurm could not be asked ("squeue: no answer within 3000 ms");
+  // then `jobs` is unknown, not empty.
+  Opt<std::string> unread;
+  std::vector<SlurmJob> jobs;
+  // How GRES indexes became GPUs: "device files" (slurmd -G names each
+  // index's /dev/nvidiaN, matched by minor number) or "minor order" (index k
+  // taken as the k-th GPU by minor number, Slurm's own order, when slurmd -G
+  // could not be run).
+  std::string gpu_map;
+  // What could not be read or matched, one line each, for the evidence.
+  std::vector<std::string> notes;
+};
+
 struct Snapshot {
   SnapshotSource source = SnapshotSource::kNvml;
   std::string source_detail;  // Library path, scenario file or XML file.
@@ -271,6 +311,7 @@ struct Snapshot {
   // listed here that NVML does not list failed to initialise or was lost.
   // nullopt when not read (offline dumps, simulated servers, no driver).
   Opt<std::vector<std::string>> driver_gpu_bus_ids;
+  Opt<SlurmNode> slurm;
 };
 
 }  // namespace gw

@@ -201,6 +201,52 @@ constexpr FindingSpec kSpecs[] = {
          "in the /proc gpuwarden reads (or belong to an unrelated process there), so owner, "
          "age and state are unknown. A process that exited between the two reads looks the "
          "same; the rule needs it missing in every sample."},
+    // ---- Slurm: the node's jobs and their GPUs -------------------------
+    {.code = "SLURM_ALLOCATED",
+     .severity = S::kInfo,
+     .category = C::kShortage,
+     .implies = V::kBusy,
+     .actor = A::kUser,
+     .title = "Slurm gave the GPU to a running job",
+     .next_steps = "See the job: scontrol show job <job>\n"
+                   "Ask Slurm for a GPU instead of using one on the node: srun --gpus=1 ..., or "
+                   "gpuwarden run --slurm\n"
+                   "Why your own job waits: gpuwarden why --slurm",
+     .explanation =
+         "This server is a Slurm node, and slurmctld has allocated the GPU to a job that is "
+         "running (or suspended, or ending) here: squeue names the job and its GRES index on "
+         "this node (gpu:a100:1(IDX:2)), and slurmd's list of devices (slurmd -G) says which "
+         "device file, and so which GPU, that index is. Where slurmd -G cannot be run, index "
+         "k is taken as the k-th GPU by minor number, the order slurmd gives the devices it "
+         "finds, and the evidence says so.\n\n"
+         "Until the job ends the GPU is its own, however little memory it uses: Slurm gives "
+         "it to no other job, and work started on the node beside Slurm takes it from the job "
+         "that was given it. The GPU is BUSY for anyone else; it is never counted free. The "
+         "finding names the job's user and name, and whether any of its processes are on the "
+         "GPU (a job that holds a GPU and runs nothing there wastes it; its owner can release "
+         "it by ending the job). A suspended job keeps its GPUs."},
+    {.code = "SLURM_OUTSIDE_ALLOCATION",
+     .severity = S::kWarning,
+     .category = C::kConfiguration,
+     .implies = V::kOk,
+     .actor = A::kAdmin,
+     .title = "A process uses a GPU that Slurm did not give its job",
+     .next_steps = "See who it is: gpuwarden status --gpu <gpu>\n"
+                   "If it is yours, end it and run it through Slurm (srun --gpus=1 ...): "
+                   "gpuwarden kill <pid>\n"
+                   "admin: confine jobs to their GPUs: TaskPlugin=task/cgroup and "
+                   "ConstrainDevices=yes in cgroup.conf",
+     .explanation =
+         "On a Slurm node every GPU process should belong to the job Slurm gave that GPU. "
+         "This one does not: it belongs to another job, which was given other GPUs (or none), "
+         "or to no job at all, on a GPU that Slurm gave to a job. Its job comes from its "
+         "cgroup (proctrack/cgroup) or from the slurmstepd it descends from; a process that "
+         "left its job (re-parented to init, a daemon started from a job) belongs to none.\n\n"
+         "Such a process takes memory and compute from the job that owns the GPU, and Slurm "
+         "does not count or end it. It happens when devices are not confined "
+         "(ConstrainDevices=no): a job can then open every /dev/nvidiaN, and a program that "
+         "ignores CUDA_VISIBLE_DEVICES lands on GPUs it was not given. A process whose job "
+         "cannot be told (/proc unreadable) is not reported."},
     // ---- Placing a stated need (--need) -------------------------------
     {.code = "FRAGMENTED",
      .severity = S::kWarning,
@@ -907,8 +953,8 @@ constexpr FindingSpec kSpecs[] = {
      .category_source = CategorySource::kFixed},
 };
 
-constexpr std::array<std::string_view, 6> kPlaceholders = {"<gpu>",  "<pid>",  "<ppid>",
-                                                           "<pgid>", "<gpus>", "<need>"};
+constexpr std::array<std::string_view, 7> kPlaceholders = {"<gpu>",  "<pid>",  "<ppid>", "<pgid>",
+                                                           "<gpus>", "<need>", "<job>"};
 
 }  // namespace
 
@@ -940,8 +986,9 @@ std::vector<std::string> ExpandSteps(const FindingSpec& spec, const StepValues& 
     if (!v) return std::nullopt;
     return fmt::format("{}", *v);
   };
-  const std::array<std::optional<std::string>, 6> filled = {
-      values.gpu, text(values.pid), text(values.ppid), text(values.pgid), values.gpus, values.need};
+  const std::array<std::optional<std::string>, 7> filled = {
+      values.gpu,  text(values.pid), text(values.ppid), text(values.pgid),
+      values.gpus, values.need,      values.job};
   std::vector<std::string> out;
   std::string_view rest = spec.next_steps;
   while (!rest.empty()) {

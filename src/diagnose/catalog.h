@@ -37,7 +37,7 @@ struct FindingSpec {
   std::string_view title;  // One line, no trailing period.
   // Steps, one per line ('\n'). Placeholders filled per finding: <gpu> (GPU
   // index or comma list), <pid>, <ppid>, <pgid>, <gpus> (a suggested GPU
-  // list), <need> (the --need text). A step whose placeholder the finding
+  // list), <need> (the --need text), <job> (a Slurm job id). A step whose placeholder the finding
   // cannot fill is left out. Steps starting "admin:" need root; "vendor:"
   // means a support case.
   std::string_view next_steps;
@@ -59,6 +59,7 @@ struct StepValues {
   std::optional<pid_t> pgid = std::nullopt;
   std::optional<std::string> gpus = std::nullopt;
   std::optional<std::string> need = std::nullopt;
+  std::optional<std::string> job = std::nullopt;
 };
 
 // The spec's steps with the placeholders filled; steps naming a placeholder

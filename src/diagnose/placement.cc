@@ -1,5 +1,6 @@
 #include "diagnose/placement.h"
 
+#include "core/slurm_lookup.h"
 #include "diagnose/health.h"
 
 #include <algorithm>
@@ -26,6 +27,10 @@ std::vector<GpuRoom> CollectRooms(const Snapshot& snapshot,
     room.block = c.block;
     if (room.block == placement::Block::kExclusiveTaken && exclusive_freed.count(gpu.index)) {
       room.block = placement::Block::kNone;
+    }
+    // Slurm's, however empty: no other work may start there while its job runs.
+    if (room.block == placement::Block::kNone && !SlurmJobsOnGpu(snapshot, gpu.index).empty()) {
+      room.block = placement::Block::kAllocated;
     }
     auto extra = extra_free.find(gpu.index);
     if (room.free_bytes && room.total_bytes && extra != extra_free.end()) {

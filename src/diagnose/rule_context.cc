@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/slurm_lookup.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "proc/device_files.h"
@@ -189,12 +190,19 @@ std::string NameText(const HostProcess* host, const GpuProcess* gpu_process) {
   return "?";
 }
 
-std::string OwnerText(const HostProcess* host) {
+std::string OwnerText(const Snapshot& snapshot, const HostProcess* host) {
   std::string text = UserText(host);
   if (host == nullptr) return text;
   const ProcessOwner& owner = host->owner;
   if (owner.slurm_job_id) {
     text += ", slurm job " + Safe(*owner.slurm_job_id);
+    const SlurmJob* job = FindSlurmJob(snapshot, *owner.slurm_job_id);
+    if (job != nullptr && job->name && !job->name->empty()) {
+      text += " \"" + TruncateToWidth(Safe(*job->name), 40) + "\"";
+    }
+    if (job != nullptr && job->user && (!host->user || *host->user != *job->user)) {
+      text += " of " + Safe(*job->user);
+    }
   } else if (owner.container_runtime) {
     text += ", " + Safe(*owner.container_runtime);
     if (owner.container_id) text += " " + Safe(owner.container_id->substr(0, 12));
@@ -206,8 +214,9 @@ std::string OwnerText(const HostProcess* host) {
   return text;
 }
 
-std::string ProcessText(pid_t pid, const HostProcess* host, const GpuProcess* gpu_process) {
-  return fmt::format("PID {} {} ({})", pid, NameText(host, gpu_process), OwnerText(host));
+std::string ProcessText(const Snapshot& snapshot, pid_t pid, const HostProcess* host,
+                        const GpuProcess* gpu_process) {
+  return fmt::format("PID {} {} ({})", pid, NameText(host, gpu_process), OwnerText(snapshot, host));
 }
 
 std::string Pct(double value) { return fmt::format("{:.1f} %", value); }

@@ -98,10 +98,13 @@ std::string UserText(const HostProcess* host);
 std::string Safe(std::string_view raw);
 // "python", from comm, argv[0]'s base name or the dump's process name (sanitised); "?".
 std::string NameText(const HostProcess* host, const GpuProcess* gpu_process);
-// "alice, docker 3f2a1b9c0d1e" / "bob, jupyter.service" / "slurm job 1234" ... (sanitised).
-std::string OwnerText(const HostProcess* host);
+// "alice, docker 3f2a1b9c0d1e" / "bob, jupyter.service" / "alice, slurm job
+// 1234 \"train\"" (the job's name from the snapshot's Slurm section, when it
+// has the job) ... (sanitised).
+std::string OwnerText(const Snapshot& snapshot, const HostProcess* host);
 // "PID 4242 python (alice, jupyter.service)".
-std::string ProcessText(pid_t pid, const HostProcess* host, const GpuProcess* gpu_process);
+std::string ProcessText(const Snapshot& snapshot, pid_t pid, const HostProcess* host,
+                        const GpuProcess* gpu_process);
 
 std::string Pct(double value);                           // "98.9 %"
 std::string GpuList(const std::vector<unsigned>& gpus);  // "0,2,3"
@@ -160,6 +163,8 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleForeignPid(const RuleContext& ctx, std::vector<Finding>& out);
+void RuleSlurmAllocated(const RuleContext& ctx, std::vector<Finding>& out);
+void RuleSlurmOutsideAllocation(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleComputeMode(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleMig(const RuleContext& ctx, std::vector<Finding>& out);

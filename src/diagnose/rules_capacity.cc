@@ -31,7 +31,7 @@ void AddTopHolders(const Snapshot& snapshot, const Gpu& gpu, Finding& f) {
   if (holders.size() > kTopHolders) holders.resize(kTopHolders);
   for (const GpuProcess* p : holders) {
     const HostProcess* host = FindHost(snapshot, p->pid);
-    std::string text = ProcessText(p->pid, host, p);
+    std::string text = ProcessText(snapshot, p->pid, host, p);
     text += ": " + (p->used_memory_bytes ? FormatBytes(*p->used_memory_bytes) : "memory ?");
     text += ", " + SmText(*p);
     if (host != nullptr && host->age_s) text += ", up " + FormatDuration(*host->age_s);

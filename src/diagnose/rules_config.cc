@@ -98,7 +98,7 @@ void RuleComputeMode(const RuleContext& ctx, std::vector<Finding>& out) {
         "COMPUTE_MODE_EXCLUSIVE", {gpu.index}, pids,
         fmt::format("GPU {} is in compute mode {} and {} holds it: any other process gets \"all "
                     "CUDA-capable devices are busy or unavailable\"",
-                    gpu.index, mode, ProcessText(first, FindHost(latest, first), gp)),
+                    gpu.index, mode, ProcessText(latest, first, FindHost(latest, first), gp)),
         1);
     f.evidence.push_back(TextEvidence("compute_mode", mode));
     StepValues values;

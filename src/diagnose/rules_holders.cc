@@ -107,9 +107,9 @@ std::string HeldText(const RuleContext& ctx, const Holding& h, const std::vector
   return fmt::format("holds {} on GPU {}", FormatBytes(*h.bytes()), h.gpu);
 }
 
-void AddProcessEvidence(Finding& f, const Holding& h) {
+void AddProcessEvidence(const RuleContext& ctx, Finding& f, const Holding& h) {
   const HostProcess* host = h.host;
-  f.evidence.push_back(TextEvidence("process", ProcessText(h.pid, host, h.listed)));
+  f.evidence.push_back(TextEvidence("process", ProcessText(ctx.latest(), h.pid, host, h.listed)));
   if (host == nullptr) return;
   if (host->age_s) {
     f.evidence.push_back(NumberEvidence("age", *host->age_s, "s", FormatDuration(*host->age_s)));
@@ -142,15 +142,15 @@ void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
                                                  host.parent_comm ? Safe(*host.parent_comm) : "?")
                                    : "its parent";
     std::string message = fmt::format(
-        "{} {} but has exited (zombie); kill cannot help. {}", ProcessText(h.pid, h.host, h.listed),
-        HeldText(ctx, h, gpus),
+        "{} {} but has exited (zombie); kill cannot help. {}",
+        ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
         reaper_parent
             ? "Its parent is init, which reaps at once: the driver still holds the context"
             : fmt::format("Its parent {} has not reaped it", parent));
     Finding f =
         MakeFinding("ZOMBIE_HOLDER", gpus, {h.pid}, std::move(message), Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
-    AddProcessEvidence(f, h);
+    AddProcessEvidence(ctx, f, h);
     StepValues values;
     if (!reaper_parent) values.ppid = *host.ppid;
     AddCatalogSteps(f, values);
@@ -169,14 +169,14 @@ void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out
         "UNINTERRUPTIBLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and has been in uninterruptible sleep (D) for at least {}: signals "
                     "cannot reach it, so kill cannot free the GPU",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
+                    ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
                     FormatDuration(stuck_s)),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
     f.evidence.push_back(
         NumberEvidence("d_state_for", stuck_s, "s",
                        fmt::format("{} ({} samples)", FormatDuration(stuck_s), w.matching)));
-    AddProcessEvidence(f, h);
+    AddProcessEvidence(ctx, f, h);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
@@ -203,11 +203,11 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
         fmt::format("{} {}{}, but its parent is gone: it was adopted by {} while still in "
                     "process group {}, whose leader has exited; likely a worker left behind "
                     "by a killed run",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus), sm, adopter,
-                    *host.pgid),
+                    ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus), sm,
+                    adopter, *host.pgid),
         Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
-    AddProcessEvidence(f, h);
+    AddProcessEvidence(ctx, f, h);
     f.evidence.push_back(NumberEvidence("pgid", *host.pgid, "pid", fmt::format("{}", *host.pgid)));
     AddOwnershipStep(ctx, f, h);
     StepValues values;
@@ -241,15 +241,15 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     Finding f = MakeFinding(
         "IDLE_HOLDER", gpus, {h.pid},
         fmt::format("{} {} and did no GPU work (SM 0 % in {} of {} samples){}",
-                    ProcessText(h.pid, h.host, h.listed), HeldText(ctx, h, gpus), pw.sm_known,
-                    pw.present,
+                    ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
+                    pw.sm_known, pw.present,
                     age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
         Gib(*h.bytes()));
     AddHeld(f, h.bytes());
     f.evidence.push_back(
         NumberEvidence("sm_max", pw.sm_max, "%",
                        fmt::format("{} % (max over {} samples)", pw.sm_max, pw.sm_known)));
-    AddProcessEvidence(f, h);
+    AddProcessEvidence(ctx, f, h);
     AddOwnershipStep(ctx, f, h);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
@@ -416,12 +416,12 @@ void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out)
     Finding f = MakeFinding(
         "UNLISTED_DEVICE_HOLDER", gpus, {pid},
         fmt::format("{} holds the device file of GPU {} but no GPU lists it as a process",
-                    ProcessText(pid, &host, nullptr), GpuList(gpus)),
+                    ProcessText(ctx.latest(), pid, &host, nullptr), GpuList(gpus)),
         0);
     f.evidence.push_back(
         TextEvidence("device_files", fmt::format("{}", fmt::join(host.device_files, " "))));
     Holding h{0, gpus[0], pid, nullptr, 0, &host};
-    AddProcessEvidence(f, h);
+    AddProcessEvidence(ctx, f, h);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }

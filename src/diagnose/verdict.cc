@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/slurm_lookup.h"
 #include "core/units.h"
 #include "diagnose/placement.h"
 #include "diagnose/rule_context.h"
@@ -419,6 +420,9 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
             fmt::format("; {} held by idle or stuck holders", FormatBytes(v.reclaimable_bytes));
       }
       if (v.state == GpuState::kInUse) detail += "; room: " + RoomText(v);
+      for (const SlurmJob* job : SlurmJobsOnGpu(latest, gpu.index)) {
+        detail += "; allocated to Slurm " + DescribeSlurmJob(*job);
+      }
     }
     std::vector<std::string_view> codes;
     for (size_t k : v.findings) {
@@ -583,9 +587,11 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
       parts.push_back(fmt::format("{} GPU{} taken in exclusive mode", excl, excl == 1 ? "" : "s"));
     if (prohib > 0)
       parts.push_back(fmt::format("{} GPU{} prohibited", prohib, prohib == 1 ? "" : "s"));
+    const size_t slurm = CountCode(ranked, "SLURM_ALLOCATED");
+    if (slurm > 0) parts.push_back(fmt::format("{}/{} GPUs allocated to Slurm jobs", slurm, n));
     if (server == Verdict::kReclaimable) {
       kind = "memory held without work";
-    } else if (vram > 0) {
+    } else if (vram > 0 || (slurm > 0 && sat == 0)) {
       kind = "resource shortage";
     } else if (sat > 0) {
       kind = "contention";

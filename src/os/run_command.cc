@@ -56,7 +56,9 @@ std::string CommandOutput::Describe() const {
   } else {
     text = "ended";
   }
-  const std::string line = FirstLine(err);
+  // Some programs that fail say why on stdout (scontrol: "Node n9 not found").
+  std::string line = FirstLine(err);
+  if (line.empty() && exit_code && *exit_code != 0) line = FirstLine(out);
   return line.empty() ? text : text + ": " + line;
 }
 

@@ -34,7 +34,8 @@ struct CommandOutput {
   std::string err;
 
   bool succeeded() const { return exit_code && *exit_code == 0; }
-  // "exited with status 2: <first line of stderr>", "was killed by signal 9".
+  // "exited with status 2: <first line of stderr>" (of stdout when stderr is
+  // empty), "was killed by signal 9".
   std::string Describe() const;
 };
 

@@ -30,6 +30,16 @@ TEST(RunCommand, CollectsBothStreamsAndTheExitStatus) {
   EXPECT_EQ(r->Describe(), "exited with status 3: err");
 }
 
+TEST(RunCommand, AFailureThatSaysWhyOnStdoutIsDescribedByIt) {
+  Result<CommandOutput> r = Sh("echo 'Node n9 not found'; exit 1");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->Describe(), "exited with status 1: Node n9 not found");
+  // A success's output is its answer, not a reason.
+  r = Sh("echo fine");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->Describe(), "exited with status 0");
+}
+
 TEST(RunCommand, ArgumentsReachTheProgramUnsplitAndUnexpanded) {
   Result<CommandOutput> r = RunCommand({"/bin/echo", "a b", "$HOME", "*"});
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -51,6 +51,7 @@ bool IsHard(Block block) {
     case Block::kNone:
     case Block::kExclusiveTaken:
     case Block::kBusy:
+    case Block::kAllocated:
       return false;
   }
   return true;
@@ -74,6 +75,8 @@ std::string_view BlockText(Block block) {
       return "exclusive and taken";
     case Block::kBusy:
       return "busy";
+    case Block::kAllocated:
+      return "allocated to a Slurm job";
   }
   return "";
 }

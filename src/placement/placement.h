@@ -75,10 +75,12 @@ enum class Block : uint8_t {
   kUnhealthy,       // Hard: a health finding (FAULT or DEGRADED hardware).
   kExclusiveTaken,  // Soft: EXCLUSIVE compute mode and a compute process runs.
   kBusy,            // Soft: the caller's judgement (e.g. compute saturated).
+  kAllocated,       // Soft: a scheduler (Slurm) gave it to a running job.
 };
 bool IsHard(Block block);
 // "unreachable", "memory unknown", "in MIG mode", "compute mode PROHIBITED",
-// "unhealthy", "exclusive and taken", "busy"; "" for kNone.
+// "unhealthy", "exclusive and taken", "busy", "allocated to a Slurm job"; ""
+// for kNone.
 std::string_view BlockText(Block block);
 
 // What placement reads about one GPU.

@@ -160,6 +160,7 @@ TEST(ParseCgroup, SlurmCgroupV1) {
       "1:name=systemd:/system.slice/slurmd.service\n";
   ProcessOwner o = ParseCgroup(v1);
   EXPECT_EQ(o.slurm_job_id, "123");
+  EXPECT_EQ(o.slurm_step, "0");
   EXPECT_EQ(o.cgroup_path, "/slurm/uid_1000/job_123/step_0/task_0");
   EXPECT_FALSE(o.container_id);
 }
@@ -168,7 +169,34 @@ TEST(ParseCgroup, SlurmCgroupV2) {
   ProcessOwner o =
       ParseCgroup("0::/system.slice/slurmstepd.scope/job_4567/step_batch/user/task_0\n");
   EXPECT_EQ(o.slurm_job_id, "4567");
+  EXPECT_EQ(o.slurm_step, "batch");
   EXPECT_EQ(o.systemd_unit, "slurmstepd.scope");
+  // The job's own cgroup, above any step, has no step.
+  EXPECT_FALSE(ParseCgroup("0::/system.slice/slurmstepd.scope/job_4567\n").slurm_step);
+}
+
+TEST(ParseSlurmstepdTitle, ReadsTheJobAndStepOfTheTitle) {
+  auto batch = ParseSlurmstepdTitle({"slurmstepd: [15.batch]"});
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->job, "15");
+  EXPECT_EQ(batch->step, "batch");
+  // Split by NULs, or padded with spaces, it is the same title.
+  auto zero = ParseSlurmstepdTitle({"slurmstepd:", "[2.0]  "});
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->job, "2");
+  EXPECT_EQ(zero->step, "0");
+  EXPECT_EQ(ParseSlurmstepdTitle({"slurmstepd: [9.extern]"})->step, "extern");
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{},
+                                             {"slurmstepd"},
+                                             {"slurmstepd: [15]"},
+                                             {"slurmstepd: [x.0]"},
+                                             {"slurmstepd: [15.]"},
+                                             {"slurmstepd: [15.0"},
+                                             {"slurmstepd: [15.0; rm]"},
+                                             {"python", "slurmstepd: [15.0]"}}) {
+    EXPECT_FALSE(ParseSlurmstepdTitle(bad)) << ::testing::PrintToString(bad);
+  }
 }
 
 TEST(ParseCgroup, SlurmNodeNamedHierarchyAndNoJobOutsideSlurm) {

@@ -1,6 +1,7 @@
 #include "proc/proc_parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 
@@ -115,6 +116,8 @@ ProcessOwner OwnerFromPath(std::string_view path) {
     if (c.starts_with("slurm")) slurm = true;
     if (slurm && !owner.slurm_job_id && c.starts_with("job_") && AllDigits(c.substr(4))) {
       owner.slurm_job_id = std::string(c.substr(4));
+    } else if (owner.slurm_job_id && !owner.slurm_step && c.starts_with("step_") && c.size() > 5) {
+      owner.slurm_step = std::string(c.substr(5));
     }
     if (c.ends_with(".service") || c.ends_with(".scope")) owner.systemd_unit = std::string(c);
 
@@ -274,6 +277,25 @@ ProcessOwner ParseCgroup(std::string_view cgroup_file) {
     if (OwnerScore(c.owner) > OwnerScore(best->owner)) best = &c;
   }
   return best->owner;
+}
+
+std::optional<SlurmStepId> ParseSlurmstepdTitle(const std::vector<std::string>& argv) {
+  std::string title;
+  for (const std::string& a : argv) title += (title.empty() ? "" : " ") + a;
+  while (!title.empty() && IsSpace(title.back())) title.pop_back();
+  constexpr std::string_view kPrefix = "slurmstepd: [";
+  if (!title.starts_with(kPrefix) || !title.ends_with(']')) return std::nullopt;
+  const std::string_view inner =
+      std::string_view(title).substr(kPrefix.size(), title.size() - kPrefix.size() - 1);
+  const size_t dot = inner.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view job = inner.substr(0, dot);
+  const std::string_view step = inner.substr(dot + 1);
+  if (job.empty() || !AllDigits(job) || step.empty()) return std::nullopt;
+  for (char c : step) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return std::nullopt;
+  }
+  return SlurmStepId{std::string(job), std::string(step)};
 }
 
 std::optional<uint64_t> ParseBootTime(std::string_view proc_stat_file) {

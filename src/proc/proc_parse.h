@@ -71,10 +71,22 @@ std::vector<std::string> ParseCmdline(std::string_view cmdline_file);
 //   cri-o       crio-<id>.scope (outside kubepods)
 // A bare 64-hex component elsewhere is taken as a container id with an
 // unknown runtime. Nested containers: the innermost wins. Slurm: the first
-// job_<n> component below a component that starts with "slurm". systemd_unit
+// job_<n> component below a component that starts with "slurm", and the
+// step_<name> component after it ("0", "batch", "extern"). systemd_unit
 // is the innermost component ending in ".service" or ".scope". Empty input or
 // no lines gives an empty owner (cgroup_path nullopt).
 ProcessOwner ParseCgroup(std::string_view cgroup_file);
+
+// The step a slurmstepd serves, from its process title: slurmstepd rewrites
+// its argv to "slurmstepd: [<job>.<step>]" ("slurmstepd: [15.batch]",
+// "[15.0]", "[15.extern]"). The job is digits, the step digits or a word;
+// anything else is nullopt. Trust it only from a root-owned process: any
+// process can give itself this title.
+struct SlurmStepId {
+  std::string job;
+  std::string step;
+};
+std::optional<SlurmStepId> ParseSlurmstepdTitle(const std::vector<std::string>& argv);
 
 // The "btime" (boot time, unix seconds) line of /proc/stat.
 std::optional<uint64_t> ParseBootTime(std::string_view proc_stat_file);

@@ -163,6 +163,32 @@ std::optional<std::string> ProcReader::Comm(pid_t pid) {
   return std::move(stat->comm);
 }
 
+std::optional<SlurmStepId> ProcReader::SlurmStepAncestor(pid_t pid) {
+  // A job's processes sit a few levels below their slurmstepd (the batch
+  // script's shell, srun, a launcher); the bound only stops a cycle that a
+  // PID reused mid-walk could make.
+  constexpr int kMaxDepth = 64;
+  for (int depth = 0; depth < kMaxDepth && pid > 1; ++depth) {
+    const std::string path = proc_root_ + "/" + std::to_string(pid);
+    os::UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::string text;
+    if (dir.get() < 0 || ReadFileAt(dir.get(), "stat", &text, End::kShortRead) != 0) {
+      return std::nullopt;
+    }
+    Result<StatFields> stat = ParseStat(text);
+    if (!stat.ok()) return std::nullopt;
+    if (stat->comm == "slurmstepd") {
+      // A process may call itself anything; only root runs the real one.
+      if (ReadFileAt(dir.get(), "status", &text, End::kShortRead) != 0) return std::nullopt;
+      if (ParseStatusUid(text) != uid_t{0}) return std::nullopt;
+      if (ReadFileAt(dir.get(), "cmdline", &text, End::kShortRead) != 0) return std::nullopt;
+      return ParseSlurmstepdTitle(ParseCmdline(text));
+    }
+    pid = stat->ppid;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ProcReader::UserName(uid_t uid) {
   auto it = user_names_.find(uid);
   if (it != user_names_.end()) return it->second;
@@ -261,6 +287,12 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
     return gone();
   } else if (err != ENOENT) {
     p.readable = false;
+  }
+  if (!p.owner.slurm_job_id && p.ppid && *p.ppid > 1) {
+    if (std::optional<SlurmStepId> step = SlurmStepAncestor(*p.ppid)) {
+      p.owner.slurm_job_id = std::move(step->job);
+      p.owner.slurm_step = std::move(step->step);
+    }
   }
   return p;
 }

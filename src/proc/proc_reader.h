@@ -7,7 +7,8 @@
 //                      (and its name), process group and session, start time
 //                      and age, CPU time and lifetime CPU %, RSS, and its
 //                      owner (container, systemd unit, Slurm job) from its
-//                      cgroup.
+//                      cgroup; failing a Slurm job there, the step of the
+//                      root-owned slurmstepd it descends from.
 //   ReadStat           one process's stat fields (a cheap identity and state check).
 //   ReadHost           hostname, boot time, CPU count.
 //   ListPids           every PID (for a process table: trees, runs).
@@ -116,6 +117,10 @@ class ProcReader {
   std::optional<std::string> UserName(uid_t uid);
   std::optional<uint64_t> BootTimeS();
   std::optional<std::string> Comm(pid_t pid);
+  // The step served by the nearest root-owned slurmstepd among `pid` and its
+  // ancestors: how Slurm's jobs are known where it tracks them without
+  // cgroups (proctrack/linuxproc, proctrack/pgid).
+  std::optional<SlurmStepId> SlurmStepAncestor(pid_t pid);
 
   std::string proc_root_;
   long page_size_;

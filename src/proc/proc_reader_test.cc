@@ -240,6 +240,75 @@ TEST(ProcReaderFake, MissingCgroupFileLeavesOwnerEmpty) {
   EXPECT_EQ(p->uid, 0u);
 }
 
+// Root's slurmstepd as PID 300, its title rewritten to `title` (NUL-padded,
+// as slurmstepd leaves it).
+FakeProcess Slurmstepd(std::string title) {
+  FakeProcess f;
+  f.pid = 300;
+  f.comm = "slurmstepd";
+  f.cmdline = std::move(title) + "\0\0\0"s;
+  f.cgroup = "0::/\n";
+  return f;
+}
+
+// proctrack/linuxproc: no Slurm cgroup, so the job comes from the root-owned
+// slurmstepd above the process (python3 <- bash <- slurmstepd: [77.batch]).
+TEST(ProcReaderFake, SlurmJobFromTheRootOwnedSlurmstepdAncestor) {
+  TempTree t;
+  WriteProcStat(t);
+  FakeProcess stepd = Slurmstepd("slurmstepd: [77.batch]");
+  stepd.WriteTo(t);
+  FakeProcess shell;
+  shell.pid = 301;
+  shell.ppid = 300;
+  shell.comm = "bash";
+  shell.uid = 1000;
+  shell.cgroup = "0::/\n";
+  shell.WriteTo(t);
+  FakeProcess job;
+  job.ppid = 301;
+  job.uid = 1000;
+  job.cgroup = "0::/\n";
+  job.WriteTo(t);
+  ProcReader reader(t.root());
+  Result<HostProcess> p = reader.ReadProcess(4242, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->owner.slurm_job_id, "77");
+  EXPECT_EQ(p->owner.slurm_step, "batch");
+
+  // A user's own process calling itself slurmstepd names no job.
+  stepd.uid = 1000;
+  stepd.WriteTo(t);
+  p = reader.ReadProcess(4242, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->owner.slurm_job_id);
+  EXPECT_FALSE(p->owner.slurm_step);
+}
+
+// The cgroup wins: the ancestors are not read for a job the cgroup names, and
+// a process with no slurmstepd above it has no job.
+TEST(ProcReaderFake, SlurmCgroupWinsAndNoAncestorMeansNoJob) {
+  TempTree t;
+  WriteProcStat(t);
+  Slurmstepd("slurmstepd: [77.0]").WriteTo(t);
+  FakeProcess job;
+  job.ppid = 300;
+  job.cgroup = "0::/system.slice/slurmstepd.scope/job_78/step_3/user/task_0\n";
+  job.WriteTo(t);
+  FakeProcess loose;
+  loose.pid = 5000;
+  loose.ppid = 1;
+  loose.WriteTo(t);
+  ProcReader reader(t.root());
+  Result<HostProcess> p = reader.ReadProcess(4242, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->owner.slurm_job_id, "78");
+  EXPECT_EQ(p->owner.slurm_step, "3");
+  p = reader.ReadProcess(5000, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->owner.slurm_job_id);
+}
+
 TEST(ProcReaderFake, ZombieShape) {
   TempTree t;
   WriteProcStat(t);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/json_out.h"
+#include "core/slurm_lookup.h"
 #include "render/summary.h"
 #include "render/why_json.h"
 
@@ -146,6 +147,7 @@ void AddHostFields(json& j, const Snapshot& s, pid_t pid, const std::optional<st
   j["container"] = container;
   j["systemd_unit"] = have ? JsonOrNull(p->owner.systemd_unit) : json(nullptr);
   j["slurm_job_id"] = have ? JsonOrNull(p->owner.slurm_job_id) : json(nullptr);
+  j["slurm_step"] = have ? JsonOrNull(p->owner.slurm_step) : json(nullptr);
   j["cgroup_path"] = have ? JsonOrNull(p->owner.cgroup_path) : json(nullptr);
   j["device_files"] = have ? JsonTextList(p->device_files) : json(nullptr);
 }
@@ -223,6 +225,15 @@ json GpuJson(const Snapshot& s, const Gpu& g) {
     links.push_back({{"link", l.link}, {"active", JsonOrNull(l.active)}});
   j["nvlinks"] = links;
   j["unreachable"] = g.unreachable ? ProbeErrorJson(*g.unreachable) : json(nullptr);
+  // The Slurm jobs given this GPU; null when not known (no Slurm section, or
+  // Slurm not read).
+  if (SlurmAllocationsKnown(s)) {
+    json ids = json::array();
+    for (const SlurmJob* job : SlurmJobsOnGpu(s, g.index)) ids.push_back(JsonText(job->id));
+    j["slurm_jobs"] = ids;
+  } else {
+    j["slurm_jobs"] = nullptr;
+  }
   j["processes_known"] = g.processes_known;
   if (g.processes_known) {
     json procs = json::array();
@@ -232,6 +243,24 @@ json GpuJson(const Snapshot& s, const Gpu& g) {
     j["processes"] = nullptr;  // Unknown, not "none".
   }
   return j;
+}
+
+json SlurmNodeJson(const SlurmNode& node) {
+  json jobs = json::array();
+  for (const SlurmJob& job : node.jobs) {
+    jobs.push_back({{"id", JsonText(job.id)},
+                    {"user", JsonOrNull(job.user)},
+                    {"name", JsonOrNull(job.name)},
+                    {"state", JsonOrNull(job.state)},
+                    {"start_time_unix_s", JsonOrNull(job.start_time_unix_s)},
+                    {"gres_indexes", job.gres_indexes},
+                    {"gpus", job.gpus}});
+  }
+  return {{"node", JsonText(node.name)},
+          {"unread", JsonOrNull(node.unread)},
+          {"jobs", node.unread ? json(nullptr) : jobs},
+          {"gpu_map", node.unread ? json(nullptr) : JsonText(node.gpu_map)},
+          {"notes", JsonTextList(node.notes)}};
 }
 
 json HolderJson(const Snapshot& s, const HostProcess& p) {
@@ -321,6 +350,7 @@ json StatusJson(const Snapshot& s) {
                     {"nvlinks", l.nvlinks}});
   }
   j["topology"] = topo;
+  j["slurm"] = s.slurm ? SlurmNodeJson(*s.slurm) : json(nullptr);
   return j;
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/pci_address.h"
+#include "core/slurm_lookup.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "render/styled_line.h"
@@ -170,6 +171,7 @@ class Renderer {
   std::string Render() {
     Header();
     Problems();
+    SlurmNodeLine();
     if (s_.gpus.empty()) {
       Blank();
       if (s_.system.gpu_count.value_or(0) > 0) {
@@ -304,8 +306,53 @@ class Renderer {
     Emit(l2);
 
     Markers(gpu);
+    SlurmJobs(gpu);
     Processes(gpu);
     GpuHolders(gpu);
+  }
+
+  // "  SLURM job 15 (alice, train) · RUNNING 2h 03m · IDX 0": who Slurm gave
+  // the GPU to.
+  void SlurmJobs(const Gpu& gpu) {
+    for (const SlurmJob* job : SlurmJobsOnGpu(s_, gpu.index)) {
+      std::string text = DescribeSlurmJob(*job);
+      if (job->state) text += " · " + SanitizeForTerminal(*job->state);
+      if (job->start_time_unix_s && *job->start_time_unix_s * 1000 <= s_.time_unix_ms) {
+        text += " " + FormatDuration(
+                          static_cast<double>(s_.time_unix_ms / 1000 - *job->start_time_unix_s));
+      }
+      auto at = std::find(job->gpus.begin(), job->gpus.end(), gpu.index);
+      const size_t k = static_cast<size_t>(at - job->gpus.begin());
+      if (at != job->gpus.end() && k < job->gres_indexes.size()) {
+        text += fmt::format(" · IDX {}", job->gres_indexes[k]);
+      }
+      Emit(StyledLine().Add("  SLURM ", Tone::kCyan).Add(text));
+    }
+  }
+
+  // The node's line under the header: its name and jobs, or why Slurm could
+  // not be read, and what could not be matched.
+  void SlurmNodeLine() {
+    if (!s_.slurm) return;
+    const SlurmNode& node = *s_.slurm;
+    const std::string name = SanitizeForTerminal(node.name);
+    if (node.unread) {
+      Emit(StyledLine()
+               .Add("! ", Tone::kBoldYellow)
+               .Add(fmt::format("Slurm node {}: which jobs hold the GPUs is unknown: {}", name,
+                                SanitizeForTerminal(*node.unread)),
+                    Tone::kYellow));
+      return;
+    }
+    size_t with_gpus = 0;
+    for (const SlurmJob& j : node.jobs) with_gpus += j.gpus.empty() ? 0 : 1;
+    Emit(
+        StyledLine().Add(fmt::format("Slurm node {} · {} job{} running · {} with GPUs here", name,
+                                     node.jobs.size(), node.jobs.size() == 1 ? "" : "s", with_gpus),
+                         Tone::kCyan));
+    for (const std::string& note : node.notes) {
+      Emit(StyledLine().Add("! ", Tone::kBoldYellow).Add(SanitizeForTerminal(note), Tone::kYellow));
+    }
   }
 
   static std::string PowerText(const Gpu& gpu) {
@@ -402,7 +449,11 @@ class Renderer {
       if (o.container_id.has_value()) t += " " + SanitizeForTerminal(o.container_id->substr(0, 12));
       tags += "[" + t + "] ";
     }
-    if (o.slurm_job_id.has_value()) tags += "[slurm " + SanitizeForTerminal(*o.slurm_job_id) + "] ";
+    if (o.slurm_job_id.has_value()) {
+      std::string t = "slurm " + SanitizeForTerminal(*o.slurm_job_id);
+      if (o.slurm_step) t += "." + SanitizeForTerminal(*o.slurm_step);
+      tags += "[" + t + "] ";
+    }
     // Services say who started a process; login sessions (session-N.scope,
     // user@N.service) say nothing the user column does not.
     if (o.systemd_unit.has_value() && o.systemd_unit->ends_with(".service") &&

@@ -5,30 +5,29 @@
 #include "slurm/pending_reasons.h"
 
 namespace gw::slurm {
-namespace {
 
-// A client's output, or one line saying why there is none.
-// `label` names the command in the message: "squeue --json exited with
-// status 1: ...".
 Result<std::string> OutputOf(os::CommandRunner& runner, const std::vector<std::string>& argv,
                              const std::string& label, const ReaderOptions& options) {
   os::CommandOptions o;
   o.timeout_ms = options.timeout_ms;
   Result<os::CommandOutput> r = runner.Run(argv, o);
-  if (!r.ok()) return r.error();
+  if (!r.ok()) {
+    if (r.error().code == "not_found") {
+      return MakeError("not_found", argv[0] +
+                                        ": not found (gpuwarden reads the cluster through "
+                                        "Slurm's own clients: install slurm-client)");
+    }
+    return r.error();
+  }
   if (!r->succeeded()) return MakeError("slurm", label + " " + r->Describe());
   return std::move(r->out);
 }
 
+namespace {
+
 Result<std::string> JsonOf(os::CommandRunner& runner, const std::string& program,
                            const ReaderOptions& options) {
-  Result<std::string> out = OutputOf(runner, {program, "--json"}, program + " --json", options);
-  if (!out.ok() && out.error().code == "not_found") {
-    return MakeError("not_found", program +
-                                      ": not found (gpuwarden reads the cluster through "
-                                      "Slurm's own clients: install slurm-client)");
-  }
-  return out;
+  return OutputOf(runner, {program, "--json"}, program + " --json", options);
 }
 
 }  // namespace

@@ -46,6 +46,14 @@ struct WaitDetails {
 WaitDetails ReadWaitDetails(os::CommandRunner& runner, const std::vector<Job>& jobs,
                             const ReaderOptions& options = {});
 
+// What a Slurm client printed on stdout, or one error naming it (`label`
+// is the command as the message shows it, "squeue --json"):
+//   "not_found"  "squeue: not found (... install slurm-client)"
+//   "slurm"      "<label> exited with status 1: <its first line>"
+//   "timeout"    it did not answer within options.timeout_ms
+Result<std::string> OutputOf(os::CommandRunner& runner, const std::vector<std::string>& argv,
+                             const std::string& label, const ReaderOptions& options);
+
 // Both documents, or the first failure, naming the command:
 //   "not_found"  "sinfo: not found (...)"
 //   "slurm"      it ran and failed: "squeue --json exited with status 1: <its first line>"

@@ -2,7 +2,9 @@
 // this binary: three nodes, six fake GPUs, jobs that run and jobs that wait,
 // read through gw_slurm's parsers of `sinfo --json` / `squeue --json`.
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -771,6 +773,177 @@ TEST_F(SlurmE2eTest, RunSlurmRefusesWhatNoNodeCanHold) {
   EXPECT_EQ(window.exit_code, 2) << window.err;
   EXPECT_NE(window.err.find("--window: Slurm decides when jobs start"), std::string::npos)
       << window.err;
+}
+
+// The job's process of `sbatch --wrap "<command>"`: the one whose argv is
+// exactly the command's words (its shell's child); 0 when none.
+pid_t JobProcess(const std::vector<std::string>& argv) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> words;
+    for (size_t at = 0; at < text.size();) {
+      const size_t nul = text.find('\0', at);
+      words.push_back(text.substr(at, nul - at));
+      at = nul == std::string::npos ? text.size() : nul + 1;
+    }
+    if (words == argv) return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+// On node n2, status and why say which job holds each GPU and whose each
+// process is. The simulated node has two GPUs whose minor numbers are not
+// their indexes (GPU 0 is /dev/nvidia1): job "train" (IDX 0, so the device
+// file nvidia0 in n2's gres.conf) is GPU 1, job "eval" (IDX 1) GPU 0. The
+// GPU processes are the jobs' own, found by proctrack/linuxproc's way: the
+// root-owned slurmstepd above them. train's process also shows on GPU 0,
+// which Slurm gave to eval.
+TEST_F(SlurmE2eTest, StatusAndWhyOnANodeNameEachGpusJobAndProcess) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  std::string error;
+  const std::optional<int64_t> train =
+      cluster.Submit({"-w", "n2", "--gpus=1", "-J", "train"}, "sleep 611", &error);
+  ASSERT_TRUE(train) << error;
+  const std::optional<int64_t> eval =
+      cluster.Submit({"-w", "n2", "--gpus=1", "-J", "eval"}, "sleep 622", &error);
+  ASSERT_TRUE(eval) << error;
+  std::string seen;
+  ASSERT_TRUE(WaitForJob(cluster, *train, Running, &seen)) << seen;
+  ASSERT_TRUE(WaitForJob(cluster, *eval, Running, &seen)) << seen;
+  pid_t train_pid = 0, eval_pid = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        train_pid = JobProcess({"sleep", "611"});
+        eval_pid = JobProcess({"sleep", "622"});
+        return train_pid > 0 && eval_pid > 0;
+      },
+      kJobTimeoutS, 0.05))
+      << cluster.LogTails();
+
+  nlohmann::json scenario;
+  {
+    std::ifstream in(ScenarioPath("clean-idle.json"));
+    scenario = nlohmann::json::parse(in);
+  }
+  scenario["name"] = "slurm-node";
+  nlohmann::json& gpus = scenario["gpus"];
+  gpus[0]["minor_number"] = 1;
+  gpus[1]["minor_number"] = 0;
+  auto proc = [](const char* env, int mib, int sm) {
+    return nlohmann::json{
+        {"pid", std::string("env:") + env}, {"used_mib", mib}, {"sm_pct", sm}, {"mem_pct", 0}};
+  };
+  gpus[0]["processes"] = {proc("GW_EVAL_PID", 30000, 60), proc("GW_TRAIN_PID", 2000, 5)};
+  gpus[1]["processes"] = {proc("GW_TRAIN_PID", 20000, 80)};
+  TempDir work;
+  const std::string scenario_file = work.Write("slurm-node.json", scenario.dump());
+
+  RunOptions options = cluster.ClientOptions();
+  for (const auto& [k, v] : SimOptions().env) options.env[k] = v;
+  options.env["GW_TRAIN_PID"] = std::to_string(train_pid);
+  options.env["GW_EVAL_PID"] = std::to_string(eval_pid);
+  options.env["GPUWARDEN_CONFIG"] = work.Write("config.toml", "");
+  const std::string train_id = std::to_string(*train), eval_id = std::to_string(*eval);
+
+  RunResult status = RunProcess(
+      Gpuwarden({"--sim", scenario_file, "status", "--slurm-node", "n2", "--json"}), options);
+  ASSERT_EQ(status.exit_code, 0) << status.err << status.out;
+  const nlohmann::json doc = nlohmann::json::parse(status.out);
+  const nlohmann::json& node = doc.at("slurm");
+  EXPECT_EQ(node.at("node"), "n2");
+  EXPECT_TRUE(node.at("unread").is_null()) << node.dump();
+  EXPECT_EQ(node.at("gpu_map"), "device files") << node.dump();
+  EXPECT_TRUE(node.at("notes").empty()) << node.dump();
+  std::map<std::string, nlohmann::json> jobs;
+  for (const auto& j : node.at("jobs")) jobs[j.at("id").get<std::string>()] = j;
+  ASSERT_EQ(jobs.count(train_id), 1u) << node.dump();
+  ASSERT_EQ(jobs.count(eval_id), 1u) << node.dump();
+  EXPECT_EQ(jobs[train_id].at("name"), "train");
+  EXPECT_EQ(jobs[train_id].at("user"), "root");
+  EXPECT_EQ(jobs[train_id].at("state"), "RUNNING");
+  EXPECT_EQ(jobs[train_id].at("gres_indexes"), nlohmann::json::array({0}));
+  EXPECT_EQ(jobs[train_id].at("gpus"), nlohmann::json::array({1}));
+  EXPECT_EQ(jobs[eval_id].at("gres_indexes"), nlohmann::json::array({1}));
+  EXPECT_EQ(jobs[eval_id].at("gpus"), nlohmann::json::array({0}));
+  EXPECT_EQ(doc.at("gpus").at(0).at("slurm_jobs"), nlohmann::json::array({eval_id}));
+  EXPECT_EQ(doc.at("gpus").at(1).at("slurm_jobs"), nlohmann::json::array({train_id}));
+  for (const auto& gpu : doc.at("gpus")) {
+    for (const auto& p : gpu.at("processes")) {
+      const bool is_train = p.at("pid") == train_pid;
+      EXPECT_EQ(p.at("slurm_job_id"), is_train ? train_id : eval_id) << p.dump();
+      EXPECT_EQ(p.at("slurm_step"), "batch") << p.dump();
+    }
+  }
+
+  RunResult text = RunProcess(
+      Gpuwarden({"--sim", scenario_file, "--color", "never", "status", "--slurm-node", "n2"}),
+      options);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Slurm node n2 · 2 jobs running · 2 with GPUs here"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("SLURM job " + train_id + " (root, train) · RUNNING"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("· IDX 0"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[slurm " + train_id + ".batch]"), std::string::npos) << text.out;
+  // Under its own GPU: GPU 1's block names train, GPU 0's eval.
+  const size_t gpu1 = text.out.find("\nGPU 1 ");
+  ASSERT_NE(gpu1, std::string::npos) << text.out;
+  EXPECT_GT(text.out.find("SLURM job " + train_id), gpu1) << text.out;
+  EXPECT_LT(text.out.find("SLURM job " + eval_id), gpu1) << text.out;
+
+  RunResult why = RunProcess(Gpuwarden({"--sim", scenario_file, "why", "--now", "--no-kernel-log",
+                                        "--slurm-node", "n2", "--json"}),
+                             options);
+  const nlohmann::json verdict = nlohmann::json::parse(why.out, nullptr, false);
+  ASSERT_FALSE(verdict.is_discarded()) << why.out << why.err;
+  std::map<std::string, std::vector<nlohmann::json>> by_code;
+  // GPU findings sit under their GPU (a finding about several under each).
+  for (const auto& gpu : verdict.at("gpus")) {
+    for (const auto& f : gpu.at("findings")) by_code[f.at("code")].push_back(f);
+  }
+  // Each GPU's line says whose it is.
+  for (const auto& gpu : verdict.at("gpus")) {
+    const std::string& owner = gpu.at("index") == 0 ? eval_id : train_id;
+    EXPECT_NE(gpu.at("line").get<std::string>().find("allocated to Slurm job " + owner),
+              std::string::npos)
+        << gpu.dump();
+  }
+  ASSERT_EQ(by_code["SLURM_ALLOCATED"].size(), 2u) << why.out;
+  std::string messages;
+  for (const auto& f : by_code["SLURM_ALLOCATED"])
+    messages += f.at("message").get<std::string>() + "\n";
+  EXPECT_NE(messages.find("GPU 1 is allocated by Slurm to job " + train_id +
+                          " (root, train); 1 of its processes runs on it"),
+            std::string::npos)
+      << messages;
+  EXPECT_NE(messages.find("GPU 0 is allocated by Slurm to job " + eval_id + " (root, eval)"),
+            std::string::npos)
+      << messages;
+  ASSERT_EQ(by_code["SLURM_OUTSIDE_ALLOCATION"].size(), 1u) << why.out;
+  const nlohmann::json& outside = by_code["SLURM_OUTSIDE_ALLOCATION"][0];
+  EXPECT_EQ(outside.at("pids"), nlohmann::json::array({train_pid}));
+  EXPECT_NE(outside.at("message").get<std::string>().find(
+                "(root, slurm job " + train_id + " \"train\") of Slurm job " + train_id +
+                " uses GPU 0, which Slurm gave to job " + eval_id + " (root, eval)"),
+            std::string::npos)
+      << outside.dump();
+  // Both GPUs are their jobs': busy, never free.
+  EXPECT_EQ(why.exit_code, 10) << why.out;
+
+  // A node Slurm does not know, asked by name: one line naming it, exit 20.
+  RunResult unknown = RunProcess(
+      Gpuwarden({"--sim", scenario_file, "status", "--slurm-node", "n9", "--json"}), options);
+  EXPECT_EQ(unknown.exit_code, 20) << unknown.err;
+  EXPECT_NE(unknown.err.find("gpuwarden: --slurm-node n9: Slurm has no node n9"), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(nlohmann::json::parse(unknown.out).at("slurm").at("unread").is_string(), true);
+  // The simulated server is no Slurm node unless named one.
+  RunResult unasked = RunProcess(Gpuwarden({"--sim", scenario_file, "status", "--json"}), options);
+  EXPECT_EQ(unasked.exit_code, 0) << unasked.err;
+  EXPECT_TRUE(nlohmann::json::parse(unasked.out).at("slurm").is_null());
 }
 
 }  // namespace
