@@ -123,6 +123,9 @@ Tone StateTone(const HostProcess* host) {
   }
 }
 
+// A Slurm job's name in a process's tag: enough to tell jobs apart.
+constexpr int kSlurmNameColumns = 24;
+
 // Column widths; narrower terminals get narrower user and state columns.
 struct Layout {
   int width = 100;
@@ -441,7 +444,7 @@ class Renderer {
     return tags + CommandOf(gp.name, host);
   }
 
-  static std::string OwnerTags(const HostProcess& host) {
+  std::string OwnerTags(const HostProcess& host) const {
     std::string tags;
     const ProcessOwner& o = host.owner;
     if (o.container_runtime.has_value() || o.container_id.has_value()) {
@@ -450,8 +453,16 @@ class Renderer {
       tags += "[" + t + "] ";
     }
     if (o.slurm_job_id.has_value()) {
+      // "[slurm 15.0 train]", "[slurm 15.0 train of alice]" when the job is
+      // another user's: its name and user from the node's jobs.
       std::string t = "slurm " + SanitizeForTerminal(*o.slurm_job_id);
       if (o.slurm_step) t += "." + SanitizeForTerminal(*o.slurm_step);
+      if (const SlurmJob* job = FindSlurmJob(s_, *o.slurm_job_id)) {
+        if (job->name && !job->name->empty()) {
+          t += " " + TruncateToWidth(SanitizeForTerminal(*job->name), kSlurmNameColumns);
+        }
+        if (job->user && host.user != job->user) t += " of " + SanitizeForTerminal(*job->user);
+      }
       tags += "[" + t + "] ";
     }
     // Services say who started a process; login sessions (session-N.scope,

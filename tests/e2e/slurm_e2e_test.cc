@@ -887,7 +887,8 @@ TEST_F(SlurmE2eTest, StatusAndWhyOnANodeNameEachGpusJobAndProcess) {
   EXPECT_NE(text.out.find("SLURM job " + train_id + " (root, train) · RUNNING"), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("· IDX 0"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("[slurm " + train_id + ".batch]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[slurm " + train_id + ".batch train]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[slurm " + eval_id + ".batch eval]"), std::string::npos) << text.out;
   // Under its own GPU: GPU 1's block names train, GPU 0's eval.
   const size_t gpu1 = text.out.find("\nGPU 1 ");
   ASSERT_NE(gpu1, std::string::npos) << text.out;
