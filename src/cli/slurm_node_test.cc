@@ -76,7 +76,7 @@ constexpr char kShowNode[] = "scontrol -o show node n2";
 TEST(AttachSlurmNode, NamedNodeIsReadAndMappedOntoTheGpus) {
   os::FakeCommandRunner runner;
   runner.answers[kShowNode] = {0, "NodeName=n2 Arch=x86_64 Gres=gpu:a100:1\n", ""};
-  runner.answers["squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,COMPLETING"] = {
+  runner.answers["squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,STOPPED,COMPLETING"] = {
       0,
       R"json({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"}},
           "jobs": [{"job_id": 7, "user_name": "alice", "name": "train", "job_state": "RUNNING",
@@ -144,7 +144,7 @@ TEST(AttachSlurmNode, UnaskedOnASlurmHostANonNodeIsQuietAndAFailureIsShown) {
   EXPECT_EQ(runner.ran, std::vector<std::string>{kShowNode});
   // A node whose controller does not answer: shown, but not an error.
   runner.answers[kShowNode] = {0, "NodeName=n2 Arch=x86_64\n", ""};
-  runner.answers["squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,COMPLETING"] = {
+  runner.answers["squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,STOPPED,COMPLETING"] = {
       1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n"};
   EXPECT_TRUE(AttachSlurmNode({}, false, s, runner).ok());
   ASSERT_TRUE(s.slurm.has_value());

@@ -74,6 +74,9 @@ void RuleSlurmAllocated(const RuleContext& ctx, std::vector<Finding>& out) {
 void RuleSlurmOutsideAllocation(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   if (!SlurmAllocationsKnown(latest) || !latest.processes_scanned) return;
+  // Only on a map read from slurmd with every index matched: a guessed or
+  // partial map must not accuse a process of using what its job was given.
+  if (latest.slurm->gpu_map != "device files" || !latest.slurm->notes.empty()) return;
   for (const Gpu& gpu : latest.gpus) {
     const std::vector<const SlurmJob*> jobs = SlurmJobsOnGpu(latest, gpu.index);
     for (const GpuProcess& p : gpu.processes) {

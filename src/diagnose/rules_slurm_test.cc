@@ -128,6 +128,17 @@ TEST(SlurmOutsideAllocationTest, AProcessOfNoJobOnAnAllocatedGpu) {
             "(alice, train)");
 }
 
+TEST(SlurmOutsideAllocationTest, AGuessedOrPartialMapAccusesNobody) {
+  Snapshot s = SlurmServer();
+  AddProcess(s, {.pid = 5000, .gpu = 1, .user = "carol", .comm = "python"});
+  ASSERT_EQ(Count(RunOne(s), "SLURM_OUTSIDE_ALLOCATION"), 1u);
+  s.slurm->gpu_map = "minor order";
+  EXPECT_EQ(Count(RunOne(s), "SLURM_OUTSIDE_ALLOCATION"), 0u);
+  s.slurm->gpu_map = "device files";
+  s.slurm->notes = {"job 15: GRES index 4 matches no GPU of this server"};
+  EXPECT_EQ(Count(RunOne(s), "SLURM_OUTSIDE_ALLOCATION"), 0u);
+}
+
 TEST(SlurmOutsideAllocationTest, UnknownJobIsNotOutside) {
   Snapshot s = SlurmServer();
   AddProcess(s, {.pid = 5000, .gpu = 1});

@@ -66,6 +66,7 @@ Result<std::vector<unsigned>> ParseGresIndexes(std::string_view list) {
 
 Result<std::vector<GresDevice>> ParseSlurmdGres(std::string_view text) {
   std::vector<GresDevice> devices;
+  std::map<std::string, unsigned> next_index;  // per resource name
   size_t line_number = 0;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
@@ -79,20 +80,22 @@ Result<std::vector<GresDevice>> ParseSlurmdGres(std::string_view text) {
     auto bad = [&](const std::string& what) {
       return MakeError("malformed", "slurmd -G, line " + std::to_string(line_number) + ": " + what);
     };
-    unsigned count = 0;
-    unsigned index = 0;
-    if (!ParseUnsigned(fields["Count"], &count)) return bad("Count is not a number");
-    if (!ParseUnsigned(fields["Index"], &index)) return bad("Index is not a number");
+    // Index= is not the GRES index: slurmd prints the trailing number of the
+    // File string (3 for /dev/nvidia3, 0 for /dev/nvidia[0-1]). The GRES
+    // index (squeue's IDX) is the device's place in slurmd's list of that
+    // resource, which is the order slurmd prints its devices.
     const std::string_view file = fields["File"];
     if (IsNull(file)) continue;  // A count without devices (licenses, untracked GRES).
     Result<std::vector<std::string>> files = ExpandHostlist(file, size_t{1} << 16);
     if (!files.ok()) return bad("File " + files.error().message);
-    for (size_t k = 0; k < files->size(); ++k) {
+    const std::string name(fields["Name"]);
+    unsigned& next = next_index[name];
+    for (std::string& f : *files) {
       GresDevice d;
-      d.name = std::string(fields["Name"]);
+      d.name = name;
       if (!IsNull(fields["Type"])) d.type = std::string(fields["Type"]);
-      d.index = index + static_cast<unsigned>(k);
-      d.file = std::move((*files)[k]);
+      d.index = next++;
+      d.file = std::move(f);
       devices.push_back(std::move(d));
     }
   }
@@ -103,8 +106,8 @@ bool HoldsNodeResources(const Job& job) {
   auto flag = [&](std::string_view f) {
     return std::find(job.state_flags.begin(), job.state_flags.end(), f) != job.state_flags.end();
   };
-  return job.state == "RUNNING" || job.state == "SUSPENDED" || job.state == "COMPLETING" ||
-         flag("COMPLETING");
+  return job.state == "RUNNING" || job.state == "SUSPENDED" || job.state == "STOPPED" ||
+         job.state == "COMPLETING" || flag("COMPLETING");
 }
 
 namespace {
@@ -154,7 +157,8 @@ Result<NodeJobsLook> ReadNodeJobs(os::CommandRunner& runner, const std::string& 
   }
 
   Result<std::string> json = OutputOf(
-      runner, {ro.squeue, "--json", "--nodelist=" + node, "--states=RUNNING,SUSPENDED,COMPLETING"},
+      runner,
+      {ro.squeue, "--json", "--nodelist=" + node, "--states=RUNNING,SUSPENDED,STOPPED,COMPLETING"},
       ro.squeue + " --json", ro);
   if (!json.ok()) return json.error();
   Result<SqueueDocument> doc = ParseSqueueJson(*json);
@@ -257,8 +261,8 @@ SlurmNode MapNodeJobs(const NodeJobsLook& look, const Snapshot& snapshot) {
       indexes.insert(list->begin(), list->end());
     }
     for (unsigned idx : indexes) {
-      sj.gres_indexes.push_back(idx);
       if (std::optional<unsigned> gpu = gpu_for(idx)) {
+        sj.gres_indexes.push_back(idx);
         sj.gpus.push_back(*gpu);
       } else {
         out.notes.push_back("job " + sj.id + ": GRES index " + std::to_string(idx) +

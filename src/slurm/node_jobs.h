@@ -38,7 +38,8 @@ struct GresDevice {
 // The text `slurmd -G` prints (on stderr, each line after a "slurmd: "
 // prefix): one record per device or per range of devices,
 //   Gres Name=gpu Type=a100 Count=2 Index=0 ID=7696487 File=/dev/nvidia[0-1] ...
-// A range is expanded: its k-th file is index Index+k. Lines that are not
+// A range is expanded. A device's GRES index is its place among the devices
+// of its name in printed order (Index= is only the file's own number). Lines that are not
 // records are skipped; a record without a number where one belongs, or whose
 // files cannot be expanded, is an error ("malformed") naming the line.
 Result<std::vector<GresDevice>> ParseSlurmdGres(std::string_view text);

@@ -13,7 +13,8 @@ using ::testing::HasSubstr;
 
 using ScriptedRunner = os::FakeCommandRunner;
 
-constexpr char kSqueue[] = "squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,COMPLETING";
+constexpr char kSqueue[] =
+    "squeue --json --nodelist=n2 --states=RUNNING,SUSPENDED,STOPPED,COMPLETING";
 
 // The captures of the test cluster (testdata/README.md): on n2, job
 // "train" holds IDX 0 and "eval" IDX 1, a CPU-only job runs beside them;
@@ -56,32 +57,32 @@ TEST(ParseSlurmdGres, ExpandsARangeRecordIntoOneDevicePerIndex) {
   EXPECT_TRUE((*devices)[1].file.ends_with("/n2/nvidia1")) << (*devices)[1].file;
 }
 
-// AutoDetect=nvml prints one record per device, with its cores and links.
+// One record per device (AutoDetect=nvml, or one File per gres.conf line):
+// Index= is the file's number, not the GRES index; the GRES index is the
+// device's place in slurmd's list. A GRES without devices prints no Index or
+// File at all.
 TEST(ParseSlurmdGres, OneRecordPerDeviceAndRecordsWithoutFiles) {
   auto devices = ParseSlurmdGres(
-      "slurmd: Gres Name=gpu Type=h100 Count=1 Index=1 ID=7696487 File=/dev/nvidia3 "
-      "Cores=0-31 CoreCnt=64 Links=-1,0,0,18\n"
+      "slurmd: Gres Name=gpu Type=h100 Count=1 Index=2 ID=7696487 File=/dev/nvidia2 "
+      "Cores=0-31 CoreCnt=64 Links=-1,18\n"
       "slurmd: debug:  something else\n"
-      "slurmd: Gres Name=gpu Type=h100 Count=1 Index=0 ID=7696487 File=/dev/nvidia2 "
-      "Cores=0-31 CoreCnt=64 Links=0,-1,18,0\n"
-      "slurmd: Gres Name=license Type=(null) Count=4 Index=0 ID=1 File=(null) (null)\n");
+      "slurmd: Gres Name=gpu Type=h100 Count=1 Index=3 ID=7696487 File=/dev/nvidia3 "
+      "Cores=0-31 CoreCnt=64 Links=18,-1\n"
+      "slurmd: Gres Name=license Type=(null) Count=10737418240 ID=1 (null)\n");
   ASSERT_TRUE(devices.ok()) << devices.error().message;
   ASSERT_EQ(devices->size(), 2u);
-  EXPECT_EQ((*devices)[0].index, 1u);
-  EXPECT_EQ((*devices)[0].file, "/dev/nvidia3");
-  EXPECT_EQ((*devices)[1].index, 0u);
-  EXPECT_EQ((*devices)[1].file, "/dev/nvidia2");
+  EXPECT_EQ((*devices)[0].index, 0u);
+  EXPECT_EQ((*devices)[0].file, "/dev/nvidia2");
+  EXPECT_EQ((*devices)[1].index, 1u);
+  EXPECT_EQ((*devices)[1].file, "/dev/nvidia3");
   EXPECT_TRUE(ParseSlurmdGres("").value().empty());
 }
 
 TEST(ParseSlurmdGres, ABrokenRecordNamesItsLine) {
-  auto bad =
-      ParseSlurmdGres("slurmd: hello\nslurmd: Gres Name=gpu Count=x Index=0 File=/dev/nvidia0\n");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "slurmd -G, line 2: Count is not a number");
-  auto range = ParseSlurmdGres("Gres Name=gpu Count=2 Index=0 File=/dev/nvidia[1-0]\n");
+  auto range =
+      ParseSlurmdGres("slurmd: hello\nGres Name=gpu Count=2 Index=1 File=/dev/nvidia[1-0]\n");
   ASSERT_FALSE(range.ok());
-  EXPECT_THAT(range.error().message, HasSubstr("line 1: File"));
+  EXPECT_THAT(range.error().message, HasSubstr("slurmd -G, line 2: File"));
 }
 
 TEST(ReadNodeJobs, TheJobsOfTheNodeAndSlurmdsDevices) {

@@ -275,7 +275,18 @@ bool SlurmCluster::Launch(std::string* error) {
         return false;
       }
     }
-    if (n.gpus > 0) {
+    // n2 names each device on a line of its own, numbered from 4, the shape
+    // AutoDetect gives: slurmd -G then prints Index=4, 5 for GRES indexes 0, 1.
+    if (n.gpus > 0 && n.name == "n2") {
+      for (int i = 0; i < n.gpus; ++i) {
+        const std::string file = dev + "/nvidia" + std::to_string(4 + i);
+        if (rename((dev + "/nvidia" + std::to_string(i)).c_str(), file.c_str()) != 0) {
+          *error = ErrnoText("rename to " + file);
+          return false;
+        }
+        gres_conf += "NodeName=" + n.name + " Name=gpu Type=" + n.gpu_type + " File=" + file + "\n";
+      }
+    } else if (n.gpus > 0) {
       gres_conf += "NodeName=" + n.name + " Name=gpu Type=" + n.gpu_type + " File=" + dev +
                    "/nvidia[0-" + std::to_string(n.gpus - 1) + "]\n";
     }

@@ -796,8 +796,8 @@ pid_t JobProcess(const std::vector<std::string>& argv) {
 
 // On node n2, status and why say which job holds each GPU and whose each
 // process is. The simulated node has two GPUs whose minor numbers are not
-// their indexes (GPU 0 is /dev/nvidia1): job "train" (IDX 0, so the device
-// file nvidia0 in n2's gres.conf) is GPU 1, job "eval" (IDX 1) GPU 0. The
+// their indexes (GPU 0 is /dev/nvidia5): job "train" (IDX 0, so the device
+// file nvidia4, Index=4, in n2's gres.conf) is GPU 1, job "eval" (IDX 1) GPU 0. The
 // GPU processes are the jobs' own, found by proctrack/linuxproc's way: the
 // root-owned slurmstepd above them. train's process also shows on GPU 0,
 // which Slurm gave to eval.
@@ -830,8 +830,9 @@ TEST_F(SlurmE2eTest, StatusAndWhyOnANodeNameEachGpusJobAndProcess) {
   }
   scenario["name"] = "slurm-node";
   nlohmann::json& gpus = scenario["gpus"];
-  gpus[0]["minor_number"] = 1;
-  gpus[1]["minor_number"] = 0;
+  // n2's devices are nvidia4 and nvidia5 (tests/e2e/slurm_cluster.cc).
+  gpus[0]["minor_number"] = 5;
+  gpus[1]["minor_number"] = 4;
   auto proc = [](const char* env, int mib, int sm) {
     return nlohmann::json{
         {"pid", std::string("env:") + env}, {"used_mib", mib}, {"sm_pct", sm}, {"mem_pct", 0}};
