@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "proc/device_files.h"
 #include "slurm/hostlist.h"
 
 namespace gw::slurm {
@@ -33,14 +34,13 @@ std::map<std::string_view, std::string_view> RecordFields(std::string_view recor
 
 bool IsNull(std::string_view v) { return v.empty() || v == "(null)" || v == "N/A"; }
 
-// The minor number in a device file's name: /dev/nvidia3 -> 3.
+// The minor number in a device file's name, /dev/nvidia3 -> 3, by the one
+// parser of that name (proc::GpuDeviceMinor) in the file's own directory:
+// gres.conf may name devices anywhere.
 std::optional<unsigned> DeviceMinor(std::string_view file) {
   const size_t slash = file.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
-  if (!base.starts_with("nvidia")) return std::nullopt;
-  unsigned minor = 0;
-  if (!ParseUnsigned(base.substr(6), &minor)) return std::nullopt;
-  return minor;
+  if (slash == std::string_view::npos) return std::nullopt;
+  return proc::GpuDeviceMinor(file, file.substr(0, slash));
 }
 
 }  // namespace
@@ -142,8 +142,9 @@ Result<NodeJobsLook> ReadNodeJobs(os::CommandRunner& runner, const std::string& 
   Result<std::string> shown =
       OutputOf(runner, {ro.scontrol, "-o", "show", "node", node}, ro.scontrol + " show node", ro);
   if (!shown.ok()) {
+    // scontrol: "Node n9 not found" (exit status 1).
     if (shown.error().code == "slurm" &&
-        shown.error().message.find("not found") != std::string::npos) {
+        shown.error().message.find("Node " + node + " not found") != std::string::npos) {
       return MakeError("not_a_node",
                        "Slurm has no node " + node + " (" + shown.error().message + ")");
     }
