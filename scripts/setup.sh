@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsqlite3-dev libncurses-dev
-  libtomlplusplus-dev
+  libtomlplusplus-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev psmisc procps tmux
   # A real Slurm for the cluster tests (tests/e2e/slurm_cluster.h): the controller, the node
@@ -15,6 +15,9 @@ packages=(
   # Accounting for the QOS and association limit tests: slurmdbd on a private MariaDB that the
   # tests start (the server and client cores only: no system database, no service).
   slurmdbd mariadb-server-core mariadb-client-core
+  # The metrics tests: a real Prometheus scrapes gpuwardend, promtool checks the
+  # shipped rules (tests/e2e/metrics_e2e_test.cc). No service is enabled.
+  prometheus
 )
 
 missing=()

@@ -14,12 +14,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "core/units.h"
+#include "fleet/http_listener.h"
 #include "nvml/probe.h"
 #include "queue/daemon.h"
 #include "queue/protocol.h"
@@ -61,6 +63,9 @@ int Main(int argc, char** argv) {
   std::string margin = "512M";
   std::string grace = "10s";
   std::string vram_guard = "stop";
+  std::optional<std::string> listen;
+  bool no_kernel_log = false;
+  std::string process_min = "64M";
 
   CLI::App app{
       "gpuwardend — the GPU queue daemon: starts jobs when GPUs with enough free VRAM "
@@ -94,6 +99,24 @@ int Main(int argc, char** argv) {
                  "At most this many running jobs per user (0 = no limit)");
   app.add_option("--max-gpus-per-user", o.table.policy.max_gpus_per_user,
                  "At most this many GPUs in use per user (0 = no limit)");
+  app.add_option("--listen", listen,
+                 std::string("Serve Prometheus metrics over HTTP at HOST:PORT (alone: ") +
+                     gw::fleet::kDefaultListen + "; docs/metrics.md)")
+      ->type_name("HOST:PORT")
+      ->expected(0, 1);
+  app.add_flag(
+      "--no-queue", [&o](int64_t) { o.queue = false; },
+      "Only look at the GPUs and serve --listen: no queue, no socket, no state");
+  app.add_option("--kernel-log", o.kernel_log,
+                 "Read Xids from this file instead of the system's kernel log")
+      ->type_name("FILE");
+  app.add_flag("--no-kernel-log", no_kernel_log, "Do not read the kernel log");
+  app.add_option("--metrics-process-min", process_min,
+                 "Processes holding less GPU memory are summed per user in the metrics")
+      ->capture_default_str();
+  app.add_option("--metrics-max-processes", o.metrics.max_process_series,
+                 "At most this many processes get metric series of their own")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -117,6 +140,30 @@ int Main(int argc, char** argv) {
     return gw::cli::kExitUsage;
   }
   o.table.grace_s = *g;
+  auto pmin = gw::ParseSize(process_min);
+  if (!pmin.ok()) {
+    std::fprintf(stderr, "gpuwardend: --metrics-process-min: %s\n", pmin.error().message.c_str());
+    return gw::cli::kExitUsage;
+  }
+  o.metrics.process_min_bytes = *pmin;
+  o.metrics.version = GW_VERSION;
+  if (listen) {
+    auto address =
+        gw::fleet::ParseListenAddress(listen->empty() ? gw::fleet::kDefaultListen : *listen);
+    if (!address.ok()) {
+      std::fprintf(stderr, "gpuwardend: --listen: %s\n", address.error().message.c_str());
+      return gw::cli::kExitUsage;
+    }
+    o.listen = *address;
+  }
+  if (!o.queue && !o.listen) {
+    std::fprintf(stderr, "gpuwardend: --no-queue needs --listen (nothing would be served)\n");
+    return gw::cli::kExitUsage;
+  }
+  // The kernel log: a named file always; the system's own as root on a real
+  // server (a simulated one has none; a plain user may not read it).
+  o.read_kernel_log =
+      !no_kernel_log && (!o.kernel_log.empty() || (system_mode && global.sim_scenario.empty()));
   o.table.vram_guard_stop = vram_guard == "stop";
   auto collect = gw::cli::ResolveCollectOptions(global);
   if (!collect.ok()) {

@@ -14,10 +14,9 @@ void WaitHistogram::Add(double seconds) {
 }
 
 std::map<unsigned, XidTally> TallyXids(const Snapshot& latest,
-                                       std::span<const kmsg::KernelEvent> events) {
+                                       std::span<const kmsg::KernelEvent> events,
+                                       const std::string& boot) {
   std::map<unsigned, XidTally> out;
-  if (events.empty()) return out;
-  const std::string& boot = events.back().boot_id;
   // The kernel names a GPU without the PCI function: match on the rest.
   auto key = [](const std::string& text) -> std::optional<PciAddress> {
     std::optional<PciAddress> a = ParsePciAddress(text);

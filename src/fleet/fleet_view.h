@@ -43,16 +43,17 @@ struct QueueStats {
   bool degraded = false;  // The store refuses writes (docs/queue.md "degraded").
 };
 
-// Xids of one GPU in the kernel log's newest boot.
+// Xids of one GPU in the running boot.
 struct XidTally {
   std::optional<unsigned> last;  // The newest one.
   std::map<unsigned, uint64_t> counts;
 };
 
-// Per GPU index, from the events whose bus id names a GPU of `latest`; only
-// the newest boot of the log counts (the last event's boot id). Pure.
+// Per GPU index, from the events of boot `boot_id` whose bus id names a GPU
+// of `latest` (the kernel names it without the PCI function). Pure.
 std::map<unsigned, XidTally> TallyXids(const Snapshot& latest,
-                                       std::span<const kmsg::KernelEvent> events);
+                                       std::span<const kmsg::KernelEvent> events,
+                                       const std::string& boot_id);
 
 struct FleetView {
   std::shared_ptr<const Snapshot> latest;  // Null until the first full look.

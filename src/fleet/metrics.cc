@@ -63,13 +63,13 @@ void DcgmFields(PromText& out, const FleetView& view, const std::vector<Labels>&
   }
   if (!view.xids) return;  // No kernel log read: the Xid fields are unknown.
   out.Family(kDcgmXidErrors, MetricType::kGauge,
-             "Value of the last XID error encountered (0 = none this boot).");
+             "Value of the last XID error encountered (0 = none since boot).");
   for (size_t i = 0; i < s.gpus.size(); ++i) {
     auto it = view.xids->find(s.gpus[i].index);
     out.Sample(gpu_labels[i], it == view.xids->end() ? 0.0 : it->second.last.value_or(0));
   }
   out.Family(kDcgmXidErrorsCount, MetricType::kGauge,
-             "Xid errors in the kernel log's newest boot, by Xid (err_code).");
+             "Xid errors since the machine booted, by Xid (err_code).");
   for (size_t i = 0; i < s.gpus.size(); ++i) {
     auto it = view.xids->find(s.gpus[i].index);
     if (it == view.xids->end()) continue;

@@ -134,7 +134,7 @@ TEST(Metrics, XidsFromTheKernelLog) {
   EXPECT_EQ(count[0].value, 2);
 }
 
-TEST(Metrics, TallyXidsMatchesTheKernelsBusIdAndTheNewestBoot) {
+TEST(Metrics, TallyXidsMatchesTheKernelsBusIdInTheRunningBoot) {
   Snapshot s = diagnose::fixtures::HealthyServer(2);  // GPU 1 at 00000000:28:00.0.
   auto xid = [](unsigned n, std::string bus, std::string boot) {
     kmsg::KernelEvent e;
@@ -147,7 +147,7 @@ TEST(Metrics, TallyXidsMatchesTheKernelsBusIdAndTheNewestBoot) {
   const std::vector<kmsg::KernelEvent> events = {
       xid(48, "0000:28:00", "old"), xid(13, "0000:28:00", "new"), xid(31, "0000:28:00", "new"),
       xid(13, "0000:99:00", "new")};
-  const std::map<unsigned, XidTally> t = TallyXids(s, events);
+  const std::map<unsigned, XidTally> t = TallyXids(s, events, "new");
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t.at(1).last, 31u);
   EXPECT_EQ(t.at(1).counts, (std::map<unsigned, uint64_t>{{13, 1}, {31, 1}}));

@@ -12,10 +12,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "diagnose/verdict.h"
+#include "fleet/fleet_view.h"
+#include "fleet/metrics.h"
 #include "os/errno_text.h"
 #include "os/unique_fd.h"
 #include "proc/proc_reader.h"
@@ -29,6 +36,7 @@ namespace gw::queue {
 namespace {
 
 constexpr int kLockWaitTries = 100;  // 2 s
+constexpr size_t kHistory = 8;       // Full looks judged together (idle holders need several).
 
 class DaemonImpl final : public Daemon {
  public:
@@ -38,6 +46,47 @@ class DaemonImpl final : public Daemon {
     if (!parts_.clock) parts_.clock = std::make_unique<RealClock>();
     log_ = parts_.log_sink ? std::make_unique<DaemonLog>(*parts_.clock, parts_.log_sink)
                            : std::make_unique<DaemonLog>(*parts_.clock);
+    if (o_.queue) {
+      if (Status s = InitQueue(); !s.ok()) return s;
+    }
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    signal_fd_.Reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (table_) {
+      if (Status s = table_->Recover(); !s.ok()) return s;
+    }
+    snapshots_ = std::make_unique<Snapshotter>(
+        o_.collect, *parts_.clock,
+        KernelLogReading{o_.read_kernel_log, o_.kernel_log, o_.kernel_log_every_ms});
+    snapshots_->Request(/*full=*/true);
+    if (o_.listen) {
+      auto http = fleet::HttpListener::Start(*o_.listen, Routes());
+      if (!http.ok()) return http.error();
+      http_ = std::move(*http);
+    }
+    std::string listening;
+    if (o_.queue) listening = "listening on " + o_.socket_path;
+    if (http_) {
+      listening += fmt::format("{}metrics on http://{}/metrics", listening.empty() ? "" : ", ",
+                               fleet::FormatListenAddress({o_.listen->host, http_->port()}));
+    }
+    if (o_.queue) {
+      log_->Notice(fmt::format("{} mode, {}, state in {} ({} active jobs)",
+                               o_.system_mode ? "system" : "personal", listening, o_.state_dir,
+                               table_->active().size()));
+    } else {
+      log_->Notice(fmt::format("without the queue, {}", listening));
+    }
+    return Status::Ok();
+  }
+
+  Status InitQueue() {
     std::error_code ec;
     std::filesystem::create_directories(o_.state_dir + "/jobs", ec);
     if (ec) return MakeError("io", "state directory " + o_.state_dir + ": " + ec.message());
@@ -87,22 +136,6 @@ class DaemonImpl final : public Daemon {
         [this](const Caller& c, std::string_view line) { return handler_->Handle(c, line); });
     if (!server.ok()) return server.error();
     server_ = std::move(*server);
-
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    signal_fd_.Reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (Status s = table_->Recover(); !s.ok()) return s;
-    snapshots_ = std::make_unique<Snapshotter>(o_.collect, *parts_.clock);
-    snapshots_->Request(/*full=*/true);
-    log_->Notice(fmt::format("{} mode, listening on {}, state in {} ({} active jobs)",
-                             o_.system_mode ? "system" : "personal", o_.socket_path, o_.state_dir,
-                             table_->active().size()));
     return Status::Ok();
   }
 
@@ -112,12 +145,15 @@ class DaemonImpl final : public Daemon {
       std::vector<pollfd> fds;
       fds.push_back({signal_fd_.get(), POLLIN, 0});
       fds.push_back({snapshots_->fd(), POLLIN, 0});
-      const std::vector<JobTable::WatchFd> watches = table_->Watches();
+      const std::vector<JobTable::WatchFd> watches =
+          table_ ? table_->Watches() : std::vector<JobTable::WatchFd>();
       for (const JobTable::WatchFd& w : watches) fds.push_back({w.fd, POLLIN, 0});
       const size_t server_at = fds.size();
-      const size_t server_count = server_->AppendPollFds(fds);
+      const size_t server_count = server_ ? server_->AppendPollFds(fds) : 0;
       const int64_t now = clock.MonotonicMs();
-      const int64_t wake = std::min(next_poll_ms_, table_->NextPassMs().value_or(next_poll_ms_));
+      const int64_t wake =
+          table_ ? std::min(next_poll_ms_, table_->NextPassMs().value_or(next_poll_ms_))
+                 : next_poll_ms_;
       // A pass due now is INT64_MIN ("at once"): compared, never subtracted
       // from (that overflowed; UBSan stopped the daemon under a burst of
       // submits, and a wrapped difference would have been a 1 s wait).
@@ -129,29 +165,129 @@ class DaemonImpl final : public Daemon {
       }
       if (fds[0].revents & POLLIN) HandleSignals();
       if (fds[1].revents & POLLIN) {
-        if (auto look = snapshots_->Take())
-          table_->OnSnapshot(std::move(look->snapshot), look->full);
+        if (auto look = snapshots_->Take()) OnLook(std::move(*look));
       }
       for (size_t i = 0; i < watches.size(); ++i) {
         if (fds[2 + i].revents & (POLLIN | POLLHUP | POLLERR))
           table_->OnSupervisorExit(watches[i].id);
       }
-      server_->OnPoll(fds.data() + server_at, server_count);
+      if (server_) server_->OnPoll(fds.data() + server_at, server_count);
       if (const int64_t now_ms = clock.MonotonicMs();
           now_ms >= next_poll_ms_ && !snapshots_->busy()) {
         const bool full = now_ms >= next_full_poll_ms_;
         snapshots_->Request(full);
-        next_poll_ms_ = now_ms + table_->PollIntervalMs(o_.poll_waiting_ms, o_.poll_idle_ms);
+        next_poll_ms_ =
+            now_ms + (table_ ? table_->PollIntervalMs(o_.poll_waiting_ms, o_.poll_idle_ms)
+                             : o_.poll_idle_ms);
         if (full) next_full_poll_ms_ = now_ms + o_.poll_idle_ms;
       }
-      table_->Tick();
-      if (table_->TakeLookRequest()) snapshots_->Request(/*full=*/false);
+      if (table_) {
+        table_->Tick();
+        if (table_->TakeLookRequest()) snapshots_->Request(/*full=*/false);
+      }
     }
     log_->Notice("stopping; running jobs keep running under their supervisors");
     return 0;
   }
 
  private:
+  // A full look is judged here, once, for everything the daemon serves: the
+  // queue's idle holders and unhealthy GPUs, and the metrics.
+  void OnLook(Snapshotter::Look look) {
+    if (look.kernel_log) {
+      if (look.kernel_log->ok()) {
+        kernel_log_ = std::move(**look.kernel_log);
+      } else {
+        log_->Warning("kernel log not read: " + look.kernel_log->error().message);
+      }
+    }
+    std::shared_ptr<const diagnose::Diagnosis> diagnosis;
+    if (look.full) {
+      history_.push_back(look.snapshot);
+      if (history_.size() > kHistory) history_.erase(history_.begin());
+      diagnose::DiagnoseOptions dopt;
+      std::span<const kmsg::KernelEvent> events;
+      if (kernel_log_) {
+        dopt.events = collect::EventAgeFor(*kernel_log_, history_.back(), std::nullopt);
+        events = kernel_log_->events;
+      }
+      diagnosis =
+          std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(history_, dopt, events));
+    }
+    const bool publish = look.full && http_;
+    if (table_) {
+      table_->OnSnapshot(publish ? Snapshot(look.snapshot) : std::move(look.snapshot), look.full,
+                         diagnosis.get());
+    }
+    if (publish) Publish(std::move(look.snapshot), std::move(diagnosis));
+  }
+
+  void Publish(Snapshot latest, std::shared_ptr<const diagnose::Diagnosis> diagnosis) {
+    fleet::FleetView view;
+    auto snap = std::make_shared<const Snapshot>(std::move(latest));
+    if (kernel_log_) {
+      const std::string boot = kernel_log_->own_logs || kernel_log_->events.empty()
+                                   ? kernel_log_->running_boot_id
+                                   : kernel_log_->events.back().boot_id;
+      view.xids = fleet::TallyXids(*snap, kernel_log_->events, boot);
+    }
+    view.latest = std::move(snap);
+    view.diagnosis = std::move(diagnosis);
+    if (table_) view.queue = QueueStatsNow();
+    std::lock_guard<std::mutex> lock(view_mu_);
+    view_ = std::move(view);
+  }
+
+  fleet::QueueStats QueueStatsNow() const {
+    fleet::QueueStats q;
+    const int64_t now = parts_.clock->NowUnixMs();
+    for (const auto& [id, job] : table_->active()) {
+      switch (job.state) {
+        case JobState::kQueued: {
+          ++q.queued;
+          const double waited = static_cast<double>(now - job.submit_unix_ms) / 1000.0;
+          q.oldest_wait_s = std::max(q.oldest_wait_s.value_or(0.0), std::max(0.0, waited));
+          break;
+        }
+        case JobState::kHeld:
+          ++q.held;
+          break;
+        case JobState::kStarting:
+          ++q.starting;
+          break;
+        case JobState::kRunning:
+          ++q.running;
+          break;
+        default:
+          break;
+      }
+    }
+    const JobCounters& c = table_->counters();
+    q.starts_total = c.starts;
+    q.ended_total = c.ended;
+    q.waits = c.waits;
+    for (const Degraded& d : table_->degraded()) q.degraded |= d.what == "storage";
+    return q;
+  }
+
+  std::map<std::string, fleet::HttpRoute> Routes() {
+    std::map<std::string, fleet::HttpRoute> routes;
+    routes["/metrics"] = [this] {
+      fleet::FleetView view;
+      {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        view = view_;
+      }
+      return fleet::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                              fleet::RenderMetrics(view, o_.metrics)};
+    };
+    routes["/"] = [] {
+      return fleet::HttpReply{200, "text/plain; charset=utf-8",
+                              "gpuwardend\n\n/metrics  Prometheus metrics (docs/metrics.md)\n"};
+    };
+    return routes;
+  }
+
   void HandleSignals() {
     signalfd_siginfo si;
     while (read(signal_fd_.get(), &si, sizeof si) == sizeof si) {
@@ -172,6 +308,14 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<SocketServer> server_;
   // After the parts its thread reads: destroyed (the thread joined) before them.
   std::unique_ptr<Snapshotter> snapshots_;
+  // Full looks judged for everything served (OnLook), the kernel log last read.
+  std::vector<Snapshot> history_;
+  std::optional<collect::KernelLog> kernel_log_;
+  // What the HTTP listener's threads read: replaced whole after each full look.
+  std::mutex view_mu_;
+  fleet::FleetView view_;
+  // Last: stopped (its threads joined) before anything its routes read.
+  std::unique_ptr<fleet::HttpListener> http_;
   os::UniqueFd lock_fd_;
   os::UniqueFd signal_fd_;
   bool stop_ = false;

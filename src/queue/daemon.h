@@ -13,6 +13,8 @@
 //                    process table (ProcReader) and ProcessControl
 //   job_end.h        the pure judgements: how a run ended, what recovery does
 //   snapshotter.h    the GPU snapshot worker (its own thread)
+//   fleet/           what the HTTP listener serves (metrics.h), from the
+//                    FleetView this loop publishes after each full look
 //   daemon_log.h     the daemon's own log on stderr
 // This file wires them and runs the event loop: one thread polls the socket,
 // the clients, the supervisors' Watch descriptors, the snapshot worker and
@@ -23,12 +25,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "act/process_control.h"
 #include "collect/collector.h"
 #include "core/clock.h"
 #include "core/result.h"
+#include "fleet/http_listener.h"
+#include "fleet/metrics.h"
 #include "queue/daemon_log.h"
 #include "queue/job_store.h"
 #include "queue/job_table.h"
@@ -49,6 +54,18 @@ struct DaemonOptions {
   int64_t poll_waiting_ms = 50;
   int64_t poll_idle_ms = 1000;
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
+  // Run the queue (socket, store, jobs). Off: a node that only shows its
+  // GPUs (--no-queue): no socket, no state directory, no lock.
+  bool queue = true;
+  // Serve /metrics here (docs/metrics.md); unset: no HTTP listener.
+  std::optional<fleet::ListenAddress> listen;
+  fleet::MetricsOptions metrics;
+  // The kernel log, for Xids in the diagnosis and the metrics: read with a
+  // full look every kernel_log_every_ms, from `kernel_log` ("" = the
+  // system's own sources) when read_kernel_log.
+  bool read_kernel_log = false;
+  std::string kernel_log;
+  int64_t kernel_log_every_ms = 60'000;
 };
 
 // Parts to use instead of the real ones (tests); each one left empty is the

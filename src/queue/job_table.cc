@@ -368,6 +368,7 @@ void JobTable::EndJob(Job job) {
   active_.erase(id);
   dirty_.erase(id);
   watched_.erase(id);
+  ++counters_.ended[std::string(JobStateName(job.state))];
   Persist(job);
 }
 
@@ -506,13 +507,15 @@ void JobTable::NoteGpuErrors(const Snapshot& s) {
 // answer one question: did anything a placement reads change? Full looks
 // (once a second) also feed the diagnosis, find the queue's own processes
 // (a scan of every /proc entry) and run the VRAM guard.
-void JobTable::OnSnapshot(Snapshot s, bool full) {
+void JobTable::OnSnapshot(Snapshot s, bool full, const diagnose::Diagnosis* diagnosis) {
   NoteGpuErrors(s);
   LearnJobPids();
   const uint64_t fingerprint = DecisionFingerprint(s);
   if (full || fingerprint != fingerprint_) AskPassNow();
   fingerprint_ = fingerprint;
-  if (full) {
+  if (full && diagnosis != nullptr) {
+    ApplyDiagnosis(*diagnosis);
+  } else if (full) {
     history_.push_back(s);
     if (history_.size() > kHistory) history_.erase(history_.begin());
     Judge();
@@ -528,9 +531,12 @@ void JobTable::OnSnapshot(Snapshot s, bool full) {
 // Idle holders and hardware problems, from the diagnosis of the recent full
 // looks.
 void JobTable::Judge() {
-  idle_pids_.clear();
   diagnose::DiagnoseOptions dopt;
-  diagnose::Diagnosis d = diagnose::Diagnose(history_, dopt);
+  ApplyDiagnosis(diagnose::Diagnose(history_, dopt));
+}
+
+void JobTable::ApplyDiagnosis(const diagnose::Diagnosis& d) {
+  idle_pids_.clear();
   for (const diagnose::Finding& f : d.findings) {
     if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
   }
@@ -728,6 +734,8 @@ void JobTable::StartJob(const StartDecision& s) {
   live.stdout_path = launched->stdout_path;
   live.stderr_path = launched->stderr_path;
   live.state = JobState::kRunning;
+  ++counters_.starts;
+  counters_.waits.Add(static_cast<double>(*live.start_unix_ms - live.submit_unix_ms) / 1000.0);
   parts_.log.Notice(fmt::format("job {} started on {} for {}: {}", live.id,
                                 GpuList(live.gpu_indices), live.owner.user,
                                 JoinCommandLine(live.spec.argv)));

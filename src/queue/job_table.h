@@ -38,6 +38,8 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "diagnose/verdict.h"
+#include "fleet/fleet_view.h"
 #include "os/unique_fd.h"
 #include "proc/proc_reader.h"
 #include "queue/daemon_log.h"
@@ -82,6 +84,13 @@ struct Degraded {
   int64_t since_unix_ms = 0;
 };
 
+// What the table has done since it was made, for the daemon's metrics.
+struct JobCounters {
+  uint64_t starts = 0;                    // Jobs started (running).
+  std::map<std::string, uint64_t> ended;  // Jobs ended, by their end state ("succeeded", ...).
+  fleet::WaitHistogram waits;             // Submit to start, of each job started.
+};
+
 // The error code of a request refused because it could not be stored.
 inline constexpr const char* kRefusedStorage = "storage";
 
@@ -118,6 +127,7 @@ class JobTable {
   const JobTableOptions& options() const { return o_; }
   const std::map<JobId, Job>& active() const { return active_; }
   const Decisions& last_decisions() const { return last_; }
+  const JobCounters& counters() const { return counters_; }
   // Queue position (1 = next) from the last placement pass.
   std::optional<size_t> Position(JobId id) const;
   std::vector<Degraded> degraded() const;
@@ -132,7 +142,10 @@ class JobTable {
   // The supervisor of `id` ended (its Watch fd fired).
   void OnSupervisorExit(JobId id);
   // A look at the GPUs (full: with the device-file holder scan, once a second).
-  void OnSnapshot(Snapshot snapshot, bool full);
+  // A full look's idle holders and unhealthy GPUs come from `diagnosis` when
+  // the caller judged it (the daemon, once for everything it serves), else
+  // from the table's own judgement of its recent full looks.
+  void OnSnapshot(Snapshot snapshot, bool full, const diagnose::Diagnosis* diagnosis = nullptr);
   // Every loop pass: writes again what could not be stored (every
   // retry_interval_ms), runs a placement pass when one is due.
   void Tick();
@@ -177,6 +190,7 @@ class JobTable {
   std::map<JobId, std::vector<pid_t>> JobProcesses();
   void LearnJobPids();
   void Judge();
+  void ApplyDiagnosis(const diagnose::Diagnosis& diagnosis);
   void GuardVram();
   void NoteGpuErrors(const Snapshot& s);
   std::vector<GpuState> GpuStates();
@@ -209,6 +223,7 @@ class JobTable {
   std::map<unsigned, std::string> unhealthy_;
   Decisions last_;
   std::unordered_map<JobId, size_t> position_;
+  JobCounters counters_;
 };
 
 }  // namespace gw::queue

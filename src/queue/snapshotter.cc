@@ -8,9 +8,11 @@
 
 namespace gw::queue {
 
-Snapshotter::Snapshotter(collect::CollectOptions options, const Clock& clock)
+Snapshotter::Snapshotter(collect::CollectOptions options, const Clock& clock,
+                         KernelLogReading kernel_log)
     : options_(std::move(options)),
       clock_(clock),
+      kernel_log_(std::move(kernel_log)),
       nvml_(collect::NvmlProbeOptions(options_)),
       wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   options_.nvml_session = &nvml_;
@@ -61,7 +63,13 @@ void Snapshotter::Loop() {
       options_.scan_device_files = full_;
       full_ = false;
     }
-    Look look{collect::Collect(options_, clock_), options_.scan_device_files};
+    Look look{collect::Collect(options_, clock_), options_.scan_device_files, std::nullopt};
+    const int64_t now = clock_.MonotonicMs();
+    if (look.full && kernel_log_.read &&
+        (!kernel_log_read_ms_ || now - *kernel_log_read_ms_ >= kernel_log_.every_ms)) {
+      look.kernel_log = collect::ReadKernelLog(kernel_log_.file, std::nullopt);
+      kernel_log_read_ms_ = now;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready_ = std::move(look);

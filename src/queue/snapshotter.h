@@ -15,21 +15,33 @@
 #include <thread>
 
 #include "collect/collector.h"
+#include "collect/kernel_log.h"
 #include "core/clock.h"
 #include "os/unique_fd.h"
 
 namespace gw::queue {
+
+// The kernel log, read on the worker's thread too (the journal can take a
+// while) with a full look: `file` "" is the system's own sources.
+struct KernelLogReading {
+  bool read = false;
+  std::string file;
+  int64_t every_ms = 60'000;
+};
 
 class Snapshotter {
  public:
   struct Look {
     Snapshot snapshot;
     bool full = false;  // With the device-file holder scan.
+    // Read with a full look every KernelLogReading::every_ms (else unset).
+    std::optional<Result<collect::KernelLog>> kernel_log;
   };
 
   // `clock` must outlive the worker (it is read on the worker's thread, so
   // it must be safe to read from two threads: RealClock is).
-  Snapshotter(collect::CollectOptions options, const Clock& clock);
+  Snapshotter(collect::CollectOptions options, const Clock& clock,
+              KernelLogReading kernel_log = {});
   ~Snapshotter();  // Waits for a look in progress.
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
@@ -48,6 +60,8 @@ class Snapshotter {
 
   collect::CollectOptions options_;
   const Clock& clock_;
+  KernelLogReading kernel_log_;
+  std::optional<int64_t> kernel_log_read_ms_;  // Monotonic; worker thread only.
   nvml::ProbeSession nvml_;
   os::UniqueFd wake_fd_;
   std::mutex mu_;

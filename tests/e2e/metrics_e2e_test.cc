@@ -1,0 +1,386 @@
+// The daemon's /metrics against a real Prometheus (Debian's prometheus and
+// promtool): gpuwardend without its queue serves a simulated server with a
+// faulty GPU and real processes of two users; Prometheus scrapes it on
+// 127.0.0.1 every second; the tests read back, through PromQL, what the
+// simulator and `gpuwarden status --json` say. One daemon and one Prometheus
+// for the whole binary (a ::testing::Environment).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e/e2e_util.h"
+#include "e2e/service_process.h"
+#include "e2e/user_process.h"
+
+namespace gw::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kScenario[] = "row-remap-failed.json";  // GPU 2: rows can no longer be remapped.
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+std::string Prometheus() { return "/usr/bin/prometheus"; }
+std::string Promtool() { return "/usr/bin/promtool"; }
+std::string DaemonBinary() { return std::string(GW_BINARY_DIR) + "/gpuwardend"; }
+std::string RulesPath() { return std::string(GW_SOURCE_DIR) + "/packaging/prometheus"; }
+
+// A registered process of the simulator: a real `sleep` that the simulated
+// driver lists on one GPU with `mib` of memory.
+struct Holder {
+  std::unique_ptr<TestChild> child;
+  std::string user;
+  unsigned gpu = 0;
+  uint64_t mib = 0;
+};
+
+class Fleet : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (access(Prometheus().c_str(), X_OK) != 0 || access(Promtool().c_str(), X_OK) != 0) {
+      skip_ = "Debian's prometheus is not installed (scripts/setup.sh installs it)";
+      return;
+    }
+    dir_ = std::make_unique<TempDir>();
+    chmod(dir_->path().c_str(), 0755);
+    reg_ = dir_->path() + "/reg";
+    mkdir(reg_.c_str(), 01777);
+    chmod(reg_.c_str(), 01777);
+    const json scenario = json::parse(std::ifstream(ScenarioPath(kScenario)));
+    for (const json& g : scenario["gpus"]) uuids_.push_back(g["uuid"].get<std::string>());
+
+    // Root holds a large and a small allocation on GPU 0 (the small one is
+    // summed under pid="other"); the test user, when there is one, a large one
+    // on GPU 1.
+    AddHolder(std::nullopt, "root", 0, 30 * 1024);
+    AddHolder(std::nullopt, "root", 0, 10);
+    std::string why_not;
+    if (std::optional<TestUser> u = EnsureTestUser(&why_not)) {
+      AddHolder(*u, u->name, 1, 20 * 1024);
+    } else {
+      std::printf("[ note ] no second user (%s): one user's totals only\n", why_not.c_str());
+    }
+
+    // Xids for the Xid fields: two 48s on GPU 2 (0000:81:00), a 13 on GPU 1.
+    kernel_log_ = dir_->Write(
+        "kern.log",
+        "[Fri Dec  4 06:00:01 2026] NVRM: Xid (PCI:0000:81:00): 48, pid=1234, name=python, An "
+        "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer.\n"
+        "[Fri Dec  4 06:00:02 2026] NVRM: Xid (PCI:0000:81:00): 48, pid=1234, name=python, An "
+        "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer.\n"
+        "[Fri Dec  4 06:00:03 2026] NVRM: Xid (PCI:0000:41:00): 13, pid=1300, name=python, "
+        "Graphics Exception: ESR 0x404490=0x80000001\n");
+
+    RunOptions o = SimOptions();
+    o.env["GPUWARDEN_SIM_PROCESS_DIR"] = reg_;
+    sim_env_ = o;
+    if (!daemon_.Start({DaemonBinary(), "--no-queue", "--sim", ScenarioPath(kScenario), "--listen",
+                        "127.0.0.1:0", "--kernel-log", kernel_log_},
+                       o, dir_->path() + "/daemon.log")) {
+      failure_ = "gpuwardend did not start";
+      return;
+    }
+    static const std::regex kListening(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)");
+    std::smatch m;
+    std::string log;
+    if (!daemon_.WaitFor(
+            [&] {
+              log = daemon_.Log();
+              return std::regex_search(log, m, kListening);
+            },
+            30)) {
+      failure_ = "gpuwardend did not say where it listens:\n" + daemon_.Log();
+      return;
+    }
+    metrics_port_ = std::stoi(m[1]);
+
+    prometheus_port_ = FreeLoopbackPort();
+    const std::string config =
+        dir_->Write("prometheus.yml",
+                    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "rule_files:\n  - " +
+                        RulesPath() + "/gpuwarden.rules.yml\n" +
+                        "scrape_configs:\n  - job_name: gpuwarden\n    static_configs:\n"
+                        "      - targets: ['127.0.0.1:" +
+                        std::to_string(metrics_port_) + "']\n");
+    if (!prometheus_.Start({Prometheus(), "--config.file=" + config,
+                            "--storage.tsdb.path=" + dir_->path() + "/tsdb",
+                            "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_),
+                            "--log.level=warn"},
+                           RunOptions{}, dir_->path() + "/prometheus.log")) {
+      failure_ = "prometheus did not start";
+      return;
+    }
+    // Ready once it has scraped gpuwardend at least once.
+    if (!prometheus_.WaitFor(
+            [&] {
+              std::optional<json> r = Query("gpuwarden_build_info");
+              return r && !r->empty();
+            },
+            90)) {
+      failure_ = "prometheus never scraped gpuwardend:\n" + prometheus_.Log() + daemon_.Log();
+    }
+  }
+
+  void TearDown() override {
+    prometheus_.Stop();
+    daemon_.Stop();
+    holders_.clear();
+  }
+
+  // The result vector of an instant query, nullopt when Prometheus did not answer.
+  std::optional<json> Query(const std::string& promql) const {
+    httplib::Client c("127.0.0.1", prometheus_port_);
+    c.set_read_timeout(10, 0);
+    auto r = c.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
+    if (!r || r->status != 200) return std::nullopt;
+    json body = json::parse(r->body, nullptr, false);
+    if (body.is_discarded() || body.value("status", "") != "success") return std::nullopt;
+    return body["data"]["result"];
+  }
+
+  // Polls `promql` until `ok` holds for its result (Prometheus scrapes every
+  // second; the values settle within a few), and returns the last result.
+  json QueryUntil(const std::string& promql, const std::function<bool(const json&)>& ok,
+                  double timeout_s = 30) const {
+    json last = json::array();
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+           timeout_s) {
+      if (std::optional<json> r = Query(promql)) {
+        last = *r;
+        if (ok(last)) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return last;
+  }
+
+  std::string Scrape() const {
+    httplib::Client c("127.0.0.1", metrics_port_);
+    auto r = c.Get("/metrics");
+    return r && r->status == 200 ? r->body : std::string();
+  }
+
+  const std::string& skip() const { return skip_; }
+  const std::string& failure() const { return failure_; }
+  const std::vector<Holder>& holders() const { return holders_; }
+  const std::vector<std::string>& uuids() const { return uuids_; }
+  const RunOptions& sim_env() const { return sim_env_; }
+  const TempDir& dir() const { return *dir_; }
+
+ private:
+  void AddHolder(std::optional<TestUser> user, std::string name, unsigned gpu, uint64_t mib) {
+    TestChild::Options co;
+    if (user) {
+      co.uid = user->uid;
+      co.gid = user->gid;
+    }
+    Holder h{std::make_unique<TestChild>(std::vector<std::string>{"/bin/sleep", "3600"}, co),
+             std::move(name), gpu, mib};
+    std::ofstream(reg_ + "/" + std::to_string(h.child->pid())) << uuids_[gpu] << " " << mib << "\n";
+    holders_.push_back(std::move(h));
+  }
+
+  std::string skip_, failure_;
+  std::unique_ptr<TempDir> dir_;
+  std::string reg_, kernel_log_;
+  std::vector<std::string> uuids_;
+  std::vector<Holder> holders_;
+  RunOptions sim_env_;
+  ServiceProcess daemon_, prometheus_;
+  int metrics_port_ = 0, prometheus_port_ = 0;
+};
+
+Fleet* fleet = nullptr;
+
+class MetricsE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fleet->skip().empty()) GTEST_SKIP() << fleet->skip();
+    ASSERT_TRUE(fleet->failure().empty()) << fleet->failure();
+  }
+};
+
+double Value(const json& sample) { return std::stod(sample["value"][1].get<std::string>()); }
+
+// Memory used per GPU through Prometheus equals what `gpuwarden status
+// --json` reads from the same simulated library at the same time.
+TEST_F(MetricsE2e, MemoryUsedPerGpuIsTheSimulatorsThroughPromql) {
+  const RunResult status = RunProcess(
+      Gpuwarden({"status", "--json", "--sim", ScenarioPath(kScenario)}), fleet->sim_env());
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const json s = json::parse(status.out);
+  std::map<std::string, double> want;  // gpu index -> MiB
+  for (const json& g : s["gpus"]) {
+    if (g["memory"]["used_bytes"].is_number()) {
+      want[std::to_string(g["index"].get<int>())] =
+          static_cast<double>(g["memory"]["used_bytes"].get<uint64_t>() / kMiB);
+    }
+  }
+  ASSERT_EQ(want.size(), fleet->uuids().size() - 0) << status.out;
+  std::map<std::string, double> got;
+  fleet->QueryUntil("DCGM_FI_DEV_FB_USED", [&](const json& r) {
+    got.clear();
+    for (const json& v : r) got[v["metric"]["gpu"]] = Value(v);
+    return got == want;
+  });
+  EXPECT_EQ(got, want);
+  // The registered holders are in it: GPU 0 holds at least root's 30 GiB + 10 MiB.
+  EXPECT_GE(got["0"], 30 * 1024 + 10);
+}
+
+TEST_F(MetricsE2e, PerUserTotalsThroughPromql) {
+  std::map<std::string, double> want;
+  for (const Holder& h : fleet->holders()) want[h.user] += static_cast<double>(h.mib * kMiB);
+  // The scenario's own processes: PIDs that do not exist here, so their user
+  // is unknown ("?").
+  const json scenario = json::parse(std::ifstream(ScenarioPath(kScenario)));
+  for (const json& g : scenario["gpus"]) {
+    for (const json& p : g.value("processes", json::array())) {
+      ASSERT_FALSE(std::filesystem::exists("/proc/" + std::to_string(p["pid"].get<int>())));
+      want["?"] += static_cast<double>(p["used_mib"].get<uint64_t>() * kMiB);
+    }
+  }
+  std::map<std::string, double> got;
+  fleet->QueryUntil("sum by (user) (gpuwarden_process_memory_bytes)", [&](const json& r) {
+    got.clear();
+    for (const json& v : r) got[v["metric"]["user"]] = Value(v);
+    return got == want;
+  });
+  EXPECT_EQ(got, want);
+  // The shipped recording rule says the same.
+  std::map<std::string, double> recorded;
+  fleet->QueryUntil("gpuwarden:fleet_user_memory_bytes:sum", [&](const json& r) {
+    recorded.clear();
+    for (const json& v : r) recorded[v["metric"]["user"]] = Value(v);
+    return recorded == want;
+  });
+  EXPECT_EQ(recorded, want);
+  // The small allocation has no series of its own.
+  const json other = fleet->QueryUntil("gpuwarden_process_memory_bytes{pid=\"other\"}",
+                                       [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(other.size(), 1u) << other.dump();
+  EXPECT_EQ(Value(other[0]), static_cast<double>(10 * kMiB));
+}
+
+TEST_F(MetricsE2e, TheFaultyGpusStateAndTheAlert) {
+  const json fault = fleet->QueryUntil("gpuwarden_gpu_state{state=\"fault\"} == 1",
+                                       [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(fault.size(), 1u) << fault.dump();
+  EXPECT_EQ(fault[0]["metric"]["gpu"], "2");
+  EXPECT_EQ(fault[0]["metric"]["UUID"], fleet->uuids()[2]);
+  const json failure = fleet->QueryUntil("DCGM_FI_DEV_ROW_REMAP_FAILURE == 1",
+                                         [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(failure.size(), 1u);
+  EXPECT_EQ(failure[0]["metric"]["gpu"], "2");
+  const json verdict =
+      fleet->QueryUntil("gpuwarden_server_verdict == 1", [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_EQ(verdict[0]["metric"]["verdict"], "fault");
+  // The shipped alert is on its way (pending for its 2 minutes).
+  const json alert = fleet->QueryUntil("ALERTS{alertname=\"GpuwardenGpuFault\"}",
+                                       [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(alert.size(), 1u) << alert.dump();
+  EXPECT_EQ(alert[0]["metric"]["gpu"], "2");
+}
+
+TEST_F(MetricsE2e, XidsFromTheKernelLogUnderDcgmsNames) {
+  std::map<std::string, double> last;
+  fleet->QueryUntil("DCGM_FI_DEV_XID_ERRORS", [&](const json& r) {
+    last.clear();
+    for (const json& v : r) last[v["metric"]["gpu"]] = Value(v);
+    return last.size() == fleet->uuids().size();
+  });
+  EXPECT_EQ(last, (std::map<std::string, double>{{"0", 0}, {"1", 13}, {"2", 48}, {"3", 0}}));
+  const json count = fleet->QueryUntil("DCGM_EXP_XID_ERRORS_COUNT{gpu=\"2\"}",
+                                       [](const json& r) { return !r.empty(); });
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0]["metric"]["err_code"], "48");
+  EXPECT_EQ(Value(count[0]), 2);
+}
+
+// Every default dcgm-exporter counter that the simulator feeds is in the
+// scrape under its DCGM name, with dcgm-exporter's labels.
+TEST_F(MetricsE2e, DcgmExporterDefaultCountersUnderTheirNames) {
+  const std::string text = fleet->Scrape();
+  ASSERT_FALSE(text.empty());
+  for (const char* name :
+       {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE"}) {
+    const std::regex sample(std::string("\n") + name +
+                            R"(\{gpu="0",UUID="GPU-[0-9a-f-]+",pci_bus_id="[0-9A-F:.]+",)"
+                            R"(device="nvidia\d+",modelName="[^"]+",Hostname="[^"]*",)"
+                            R"(DCGM_FI_DRIVER_VERSION="[0-9.]+"\} \S+\n)");
+    EXPECT_TRUE(std::regex_search(text, sample)) << name << " missing or mislabelled";
+  }
+}
+
+TEST_F(MetricsE2e, PromtoolAcceptsTheScrape) {
+  const std::string text = fleet->Scrape();
+  ASSERT_FALSE(text.empty());
+  const std::string path = fleet->dir().Write("scrape.txt", text);
+  RunOptions o;
+  o.stdin_path = path;
+  const RunResult r = RunProcess({Promtool(), "check", "metrics"}, o);
+  // promtool's lint asks counters to end in _total: dcgm-exporter's own names
+  // do not, and are kept as they are so dashboards match. Nothing else may
+  // be reported.
+  std::string problems;
+  std::istringstream lines(r.out + r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() ||
+        line.find("counter metrics should have \"_total\" suffix") != std::string::npos) {
+      continue;
+    }
+    if (line.rfind("DCGM_", 0) == 0 &&
+        (line.find("_total") != std::string::npos ||
+         line.find("metric name should not include type") != std::string::npos)) {
+      continue;
+    }
+    // dcgm-exporter's label names (UUID, modelName, Hostname) are camel case;
+    // kept as they are for the same reason.
+    if (line.find("label names should be written in 'snake_case' not 'camelCase'") !=
+        std::string::npos) {
+      continue;
+    }
+    problems += line + "\n";
+  }
+  EXPECT_EQ(problems, "") << r.out << r.err;
+}
+
+TEST_F(MetricsE2e, ShippedRulesPassPromtool) {
+  const RunResult check =
+      RunProcess({Promtool(), "check", "rules", RulesPath() + "/gpuwarden.rules.yml"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  const RunResult test =
+      RunProcess({Promtool(), "test", "rules", RulesPath() + "/gpuwarden.rules.test.yml"});
+  EXPECT_EQ(test.exit_code, 0) << test.out << test.err;
+}
+
+}  // namespace
+}  // namespace gw::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  gw::test::fleet = new gw::test::Fleet;
+  ::testing::AddGlobalTestEnvironment(gw::test::fleet);  // Owned by gtest.
+  return RUN_ALL_TESTS();
+}
