@@ -635,6 +635,7 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
     idle[{f.gpus.front(), f.pids.front()}] = HeldBytes(f);
   }
   std::map<std::string, UserHolding> by_user;
+  std::map<std::pair<std::string, unsigned>, bool> all_idle;  // (user, GPU) -> every process idle
   for (const Gpu& gpu : latest.gpus) {
     for (const GpuProcess& p : gpu.processes) {
       const HostProcess* host = FindHost(latest, p.pid);
@@ -649,14 +650,20 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
       } else {
         ++h.memory_unknown;
       }
-      if (auto it = idle.find({gpu.index, p.pid}); it != idle.end())
-        h.idle_vram_bytes += it->second;
+      const auto it = idle.find({gpu.index, p.pid});
+      if (it != idle.end()) h.idle_vram_bytes += it->second;
+      auto at = all_idle.try_emplace({user, gpu.index}, true).first;
+      at->second = at->second && it != idle.end();
     }
+  }
+  for (const auto& [key, every] : all_idle) {
+    if (every) by_user[key.first].idle_gpus.push_back(key.second);
   }
   std::vector<UserHolding> out;
   for (auto& [user, h] : by_user) {
     std::sort(h.gpus.begin(), h.gpus.end());
     h.gpus.erase(std::unique(h.gpus.begin(), h.gpus.end()), h.gpus.end());
+    std::sort(h.idle_gpus.begin(), h.idle_gpus.end());
     std::sort(h.pids.begin(), h.pids.end());
     h.pids.erase(std::unique(h.pids.begin(), h.pids.end()), h.pids.end());
     out.push_back(std::move(h));

@@ -44,6 +44,9 @@ struct UserHolding {
   std::string user;  // "alice", "uid 1001", or "?" when /proc did not say.
   Opt<uid_t> uid;
   std::vector<unsigned> gpus;    // Ascending.
+  // The GPUs of `gpus` on which every process of the user is an idle,
+  // orphaned or zombie holder (held, but no work done), ascending.
+  std::vector<unsigned> idle_gpus;
   std::vector<pid_t> pids;       // Ascending.
   uint64_t vram_bytes = 0;       // Sum of known per-process memory.
   uint64_t idle_vram_bytes = 0;  // Part of it in IDLE, ORPHAN and ZOMBIE holders.

@@ -1,0 +1,211 @@
+#include "fleet/history_point.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+
+namespace gw::fleet {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+double Known(const std::optional<T>& v) {
+  return v ? static_cast<double>(*v) : kUnknown;
+}
+
+json Num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+
+// A mean that skips unknown values.
+struct Mean {
+  double sum = 0;
+  int n = 0;
+  void Add(double v) {
+    if (!std::isnan(v)) {
+      sum += v;
+      ++n;
+    }
+  }
+  double Get() const { return n == 0 ? kUnknown : sum / n; }
+};
+
+Result<double> NumFrom(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kUnknown;
+  if (!it->is_number()) return MakeError("malformed", fmt::format("history point: {}", key));
+  return it->get<double>();
+}
+
+}  // namespace
+
+HistoryPoint PointOf(const Snapshot& s, const diagnose::Diagnosis& d,
+                     const std::optional<QueueStats>& queue) {
+  HistoryPoint p;
+  p.time_s = s.time_unix_ms / 1000;
+  p.step_s = 1;
+  std::map<unsigned, int> state;
+  for (const diagnose::GpuVerdict& g : d.gpus) state[g.index] = static_cast<int>(g.state);
+  for (const Gpu& g : s.gpus) {
+    GpuPoint gp;
+    gp.index = g.index;
+    gp.util_pct = Known(g.utilization_gpu_pct);
+    gp.mem_used_bytes = Known(g.memory.used_bytes);
+    gp.mem_total_bytes = Known(g.memory.total_bytes);
+    gp.power_w = Known(g.power_draw_w);
+    gp.temp_c = Known(g.temperature_c);
+    if (auto it = state.find(g.index); it != state.end()) gp.state = it->second;
+    p.gpus.push_back(gp);
+  }
+  for (const diagnose::UserHolding& u : d.users) {
+    p.users.push_back({ToValidUtf8(u.user), static_cast<double>(u.gpus.size()),
+                       static_cast<double>(u.idle_gpus.size()), static_cast<double>(u.vram_bytes),
+                       static_cast<double>(u.idle_vram_bytes)});
+  }
+  std::sort(p.users.begin(), p.users.end(),
+            [](const UserPoint& a, const UserPoint& b) { return a.user < b.user; });
+  if (queue) {
+    p.queued = queue->queued + queue->held;
+    p.running = queue->running + queue->starting;
+  }
+  return p;
+}
+
+HistoryPoint Downsample(std::span<const HistoryPoint> points, int64_t time_s, int step_s) {
+  HistoryPoint out;
+  out.time_s = time_s;
+  out.step_s = step_s;
+  struct GpuMeans {
+    Mean util, used, total, power, temp;
+    std::optional<int> worst;
+  };
+  std::map<unsigned, GpuMeans> gpus;
+  std::map<std::string, UserPoint> users;
+  Mean queued, running;
+  for (const HistoryPoint& p : points) {
+    for (const GpuPoint& g : p.gpus) {
+      GpuMeans& m = gpus[g.index];
+      m.util.Add(g.util_pct);
+      m.used.Add(g.mem_used_bytes);
+      m.total.Add(g.mem_total_bytes);
+      m.power.Add(g.power_w);
+      m.temp.Add(g.temp_c);
+      if (g.state) m.worst = std::max(m.worst.value_or(*g.state), *g.state);
+    }
+    for (const UserPoint& u : p.users) {
+      UserPoint& t = users[u.user];
+      t.user = u.user;
+      t.gpus += u.gpus * p.step_s;
+      t.idle_gpus += u.idle_gpus * p.step_s;
+      t.vram_bytes += u.vram_bytes * p.step_s;
+      t.idle_vram_bytes += u.idle_vram_bytes * p.step_s;
+    }
+    queued.Add(p.queued);
+    running.Add(p.running);
+  }
+  for (const auto& [index, m] : gpus) {
+    out.gpus.push_back(
+        {index, m.util.Get(), m.used.Get(), m.total.Get(), m.power.Get(), m.temp.Get(), m.worst});
+  }
+  // Over the whole step: a user absent from a point held nothing then, and
+  // seconds without a point (the daemon not running) count as nothing held,
+  // so that a sum over time stays the sum of what was seen.
+  for (auto& [name, u] : users) {
+    u.gpus /= step_s;
+    u.idle_gpus /= step_s;
+    u.vram_bytes /= step_s;
+    u.idle_vram_bytes /= step_s;
+    out.users.push_back(u);
+  }
+  out.queued = queued.Get();
+  out.running = running.Get();
+  return out;
+}
+
+json PointToJson(const HistoryPoint& p) {
+  json gpus = json::array();
+  for (const GpuPoint& g : p.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"util_pct", Num(g.util_pct)},
+                    {"mem_used_bytes", Num(g.mem_used_bytes)},
+                    {"mem_total_bytes", Num(g.mem_total_bytes)},
+                    {"power_w", Num(g.power_w)},
+                    {"temp_c", Num(g.temp_c)},
+                    {"state", g.state ? json(std::string(diagnose::GpuStateName(
+                                            static_cast<diagnose::GpuState>(*g.state))))
+                                      : json(nullptr)}});
+  }
+  json users = json::array();
+  for (const UserPoint& u : p.users) {
+    users.push_back({{"user", u.user},
+                     {"gpus", u.gpus},
+                     {"idle_gpus", u.idle_gpus},
+                     {"vram_bytes", u.vram_bytes},
+                     {"idle_vram_bytes", u.idle_vram_bytes}});
+  }
+  return {{"time_unix_s", p.time_s}, {"step_s", p.step_s},      {"gpus", gpus},
+          {"users", users},          {"queued", Num(p.queued)}, {"running", Num(p.running)}};
+}
+
+Result<HistoryPoint> PointFromJson(const json& j) {
+  auto bad = [](const std::string& what) {
+    return MakeError("malformed", "history point: " + what);
+  };
+  if (!j.is_object()) return bad("not an object");
+  HistoryPoint p;
+  if (!j.contains("time_unix_s") || !j["time_unix_s"].is_number_integer())
+    return bad("time_unix_s");
+  p.time_s = j["time_unix_s"].get<int64_t>();
+  if (!j.contains("step_s") || !j["step_s"].is_number_integer()) return bad("step_s");
+  p.step_s = j["step_s"].get<int>();
+  if (p.step_s <= 0) return bad("step_s");
+  for (const json& g : j.value("gpus", json::array())) {
+    if (!g.is_object() || !g.contains("index") || !g["index"].is_number_unsigned())
+      return bad("gpus[].index");
+    GpuPoint gp;
+    gp.index = g["index"].get<unsigned>();
+    for (auto [key, field] : {std::pair{"util_pct", &gp.util_pct},
+                              {"mem_used_bytes", &gp.mem_used_bytes},
+                              {"mem_total_bytes", &gp.mem_total_bytes},
+                              {"power_w", &gp.power_w},
+                              {"temp_c", &gp.temp_c}}) {
+      Result<double> v = NumFrom(g, key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    if (g.contains("state") && g["state"].is_string()) {
+      for (int st = 0; st <= static_cast<int>(diagnose::GpuState::kUnknown); ++st) {
+        if (diagnose::GpuStateName(static_cast<diagnose::GpuState>(st)) ==
+            g["state"].get<std::string>())
+          gp.state = st;
+      }
+      if (!gp.state) return bad("gpus[].state");
+    }
+    p.gpus.push_back(gp);
+  }
+  for (const json& u : j.value("users", json::array())) {
+    if (!u.is_object() || !u.contains("user") || !u["user"].is_string()) return bad("users[].user");
+    UserPoint up;
+    up.user = u["user"].get<std::string>();
+    for (auto [key, field] : {std::pair{"gpus", &up.gpus},
+                              {"idle_gpus", &up.idle_gpus},
+                              {"vram_bytes", &up.vram_bytes},
+                              {"idle_vram_bytes", &up.idle_vram_bytes}}) {
+      Result<double> v = NumFrom(u, key);
+      if (!v.ok()) return v.error();
+      *field = std::isnan(*v) ? 0 : *v;
+    }
+    p.users.push_back(up);
+  }
+  for (auto [key, field] : {std::pair{"queued", &p.queued}, {"running", &p.running}}) {
+    Result<double> v = NumFrom(j, key);
+    if (!v.ok()) return v.error();
+    *field = *v;
+  }
+  return p;
+}
+
+}  // namespace gw::fleet
