@@ -15,17 +15,22 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "diagnose/verdict.h"
 #include "fleet/fleet_view.h"
+#include "fleet/history.h"
+#include "fleet/history_store.h"
 #include "fleet/metrics.h"
 #include "os/errno_text.h"
 #include "os/unique_fd.h"
 #include "proc/proc_reader.h"
+#include "queue/history_ops.h"
 #include "queue/job_table.h"
 #include "queue/ops.h"
 #include "queue/snapshotter.h"
@@ -34,6 +39,8 @@
 
 namespace gw::queue {
 namespace {
+
+using nlohmann::json;
 
 constexpr int kLockWaitTries = 100;  // 2 s
 constexpr size_t kHistory = 8;       // Full looks judged together (idle holders need several).
@@ -46,9 +53,24 @@ class DaemonImpl final : public Daemon {
     if (!parts_.clock) parts_.clock = std::make_unique<RealClock>();
     log_ = parts_.log_sink ? std::make_unique<DaemonLog>(*parts_.clock, parts_.log_sink)
                            : std::make_unique<DaemonLog>(*parts_.clock);
+    if (Status s = InitState(); !s.ok()) return s;
     if (o_.queue) {
       if (Status s = InitQueue(); !s.ok()) return s;
     }
+    OpenHistory();
+    handler_ = std::make_unique<RequestHandler>(table_.get(), *parts_.clock,
+                                                OpsOptions{o_.system_mode, geteuid()});
+    handler_->AddOp("history", [this](const Caller&, const json& req) {
+      return HistoryReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
+    });
+    handler_->AddOp("usage", [this](const Caller&, const json& req) {
+      return UsageReply(*history_, table_.get(), parts_.clock->NowUnixMs() / 1000, req);
+    });
+    auto server = SocketServer::Listen(
+        o_.socket_path, o_.system_mode, *parts_.clock,
+        [this](const Caller& c, std::string_view line) { return handler_->Handle(c, line); });
+    if (!server.ok()) return server.error();
+    server_ = std::move(*server);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -70,10 +92,9 @@ class DaemonImpl final : public Daemon {
       if (!http.ok()) return http.error();
       http_ = std::move(*http);
     }
-    std::string listening;
-    if (o_.queue) listening = "listening on " + o_.socket_path;
+    std::string listening = "listening on " + o_.socket_path;
     if (http_) {
-      listening += fmt::format("{}metrics on http://{}/metrics", listening.empty() ? "" : ", ",
+      listening += fmt::format(", metrics on http://{}/metrics",
                                fleet::FormatListenAddress({o_.listen->host, http_->port()}));
     }
     if (o_.queue) {
@@ -81,12 +102,13 @@ class DaemonImpl final : public Daemon {
                                o_.system_mode ? "system" : "personal", listening, o_.state_dir,
                                table_->active().size()));
     } else {
-      log_->Notice(fmt::format("without the queue, {}", listening));
+      log_->Notice(fmt::format("without the queue, {}, state in {}", listening, o_.state_dir));
     }
     return Status::Ok();
   }
 
-  Status InitQueue() {
+  // The state directory and its lock: one daemon per directory, queue or not.
+  Status InitState() {
     std::error_code ec;
     std::filesystem::create_directories(o_.state_dir + "/jobs", ec);
     if (ec) return MakeError("io", "state directory " + o_.state_dir + ": " + ec.message());
@@ -113,6 +135,10 @@ class DaemonImpl final : public Daemon {
       }
       poll(nullptr, 0, 20);
     }
+    return Status::Ok();
+  }
+
+  Status InitQueue() {
     if (!parts_.store) {
       auto store = SqliteJobStore::Open(o_.state_dir + "/queue.db");
       if (!store.ok()) return store.error();
@@ -129,14 +155,24 @@ class DaemonImpl final : public Daemon {
     table_ = std::make_unique<JobTable>(
         to, JobTableParts{*parts_.store, *parts_.supervisors, *parts_.clock, *procs_,
                           *parts_.control, *log_});
-    handler_ = std::make_unique<RequestHandler>(*table_, *parts_.clock,
-                                                OpsOptions{o_.system_mode, geteuid()});
-    auto server = SocketServer::Listen(
-        o_.socket_path, o_.system_mode, *parts_.clock,
-        [this](const Caller& c, std::string_view line) { return handler_->Handle(c, line); });
-    if (!server.ok()) return server.error();
-    server_ = std::move(*server);
     return Status::Ok();
+  }
+
+  // STATE_DIR/history.db; a file that cannot be used leaves the history in
+  // memory only (said once in the log), never the daemon down.
+  void OpenHistory() {
+    const std::string path = o_.state_dir + "/history.db";
+    auto store = fleet::SqliteHistoryStore::Open(path);
+    if (store.ok()) {
+      history_store_ = std::move(*store);
+    } else {
+      log_->Warning("history kept in memory only: " + store.error().message);
+      history_store_ = std::make_unique<fleet::MemoryHistoryStore>();
+    }
+    history_ = std::make_unique<fleet::History>(*history_store_);
+    if (Status st = history_->Load(parts_.clock->NowUnixMs() / 1000); !st.ok()) {
+      log_->Warning("history not read back: " + st.error().message);
+    }
   }
 
   int Run() override {
@@ -203,21 +239,28 @@ class DaemonImpl final : public Daemon {
     }
     std::shared_ptr<const diagnose::Diagnosis> diagnosis;
     if (look.full) {
-      history_.push_back(look.snapshot);
-      if (history_.size() > kHistory) history_.erase(history_.begin());
+      judged_.push_back(look.snapshot);
+      if (judged_.size() > kHistory) judged_.erase(judged_.begin());
       diagnose::DiagnoseOptions dopt;
       std::span<const kmsg::KernelEvent> events;
       if (kernel_log_) {
-        dopt.events = collect::EventAgeFor(*kernel_log_, history_.back(), std::nullopt);
+        dopt.events = collect::EventAgeFor(*kernel_log_, judged_.back(), std::nullopt);
         events = kernel_log_->events;
       }
       diagnosis =
-          std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(history_, dopt, events));
+          std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(judged_, dopt, events));
     }
     const bool publish = look.full && http_;
     if (table_) {
       table_->OnSnapshot(publish ? Snapshot(look.snapshot) : std::move(look.snapshot), look.full,
                          diagnosis.get());
+    }
+    if (look.full) {
+      const std::optional<fleet::QueueStats> queue =
+          table_ ? std::optional<fleet::QueueStats>(QueueStatsNow()) : std::nullopt;
+      if (Status st = history_->Add(fleet::PointOf(look.snapshot, *diagnosis, queue)); !st.ok()) {
+        log_->Warning("history not written: " + st.error().message);
+      }
     }
     if (publish) Publish(std::move(look.snapshot), std::move(diagnosis));
   }
@@ -309,8 +352,10 @@ class DaemonImpl final : public Daemon {
   // After the parts its thread reads: destroyed (the thread joined) before them.
   std::unique_ptr<Snapshotter> snapshots_;
   // Full looks judged for everything served (OnLook), the kernel log last read.
-  std::vector<Snapshot> history_;
+  std::vector<Snapshot> judged_;
   std::optional<collect::KernelLog> kernel_log_;
+  std::unique_ptr<fleet::HistoryStore> history_store_;
+  std::unique_ptr<fleet::History> history_;
   // What the HTTP listener's threads read: replaced whole after each full look.
   std::mutex view_mu_;
   fleet::FleetView view_;

@@ -356,7 +356,7 @@ TEST_F(JobTableTest, CancellingARunningJobAsksItsSupervisorAndNeedsNoWrite) {
 // The request handlers over the same table, as the socket server calls them.
 TEST_F(JobTableTest, TheCancelReplyOfARunningJobSaysHowLongItsGraceIs) {
   NewTable(/*grace_s=*/2.5);
-  RequestHandler ops(*table_, clock_, OpsOptions{});
+  RequestHandler ops(table_.get(), clock_, OpsOptions{});
   const Caller ann{1000, 1000, 4242, "ann"};
   const JobId running = SubmitOk(NewJob(/*gpus=*/2));
   const JobId waiting = SubmitOk(NewJob(/*gpus=*/2));  // Both GPUs are taken: it waits.
@@ -376,7 +376,7 @@ TEST_F(JobTableTest, TheCancelReplyOfARunningJobSaysHowLongItsGraceIs) {
 }
 
 TEST_F(JobTableTest, MalformedRequestsAreAnsweredAndChangeNothing) {
-  RequestHandler ops(*table_, clock_, OpsOptions{});
+  RequestHandler ops(table_.get(), clock_, OpsOptions{});
   const Caller ann{1000, 1000, 4242, "ann"};
   const JobId id = SubmitOk(NewJob());
   for (const char* line :

@@ -71,10 +71,18 @@ json RequestHandler::Dispatch(const Caller& c, const json& req) {
     r["caller_user"] = c.user;
     return r;
   }
+  if (auto extra = extra_.find(op); extra != extra_.end()) return extra->second(c, req);
+  if (table_ == nullptr) {
+    if (op == "submit" || op == "jobs" || op == "job" || op == "queue" || op == "cancel" ||
+        op == "hold" || op == "release" || op == "logs") {
+      return ErrorReply("no_queue", "this gpuwardend runs without its queue (--no-queue)");
+    }
+    return ErrorReply("bad_request", "unknown op \"" + SanitizeForTerminal(op) + "\"");
+  }
   if (op == "submit") return Submit(c, req);
   if (op == "jobs" || op == "job" || op == "queue") {
     // Positions and reasons as of every request before this one.
-    table_.RunPendingPass();
+    table_->RunPendingPass();
     if (op == "jobs") return Jobs(c, req);
     if (op == "job") return OneJob(c, req);
     return Queue();
@@ -100,7 +108,7 @@ json RequestHandler::Submit(const Caller& c, const json& req) {
   }
   job.state = JobState::kQueued;
   job.submit_unix_ms = clock_.NowUnixMs();
-  Result<JobId> id = table_.Submit(std::move(job));
+  Result<JobId> id = table_->Submit(std::move(job));
   if (!id.ok()) return Refusal(id.error());
   json r = OkReply();
   r["job"] = *id;
@@ -114,7 +122,7 @@ json RequestHandler::Jobs(const Caller& c, const json& req) {
     filter.newest_first = true;
   }
   if (req.contains("mine") && req["mine"] == true) filter.uid = c.uid;
-  Result<std::vector<Job>> jobs = table_.List(filter);
+  Result<std::vector<Job>> jobs = table_->List(filter);
   if (!jobs.ok()) return ErrorReply("store", jobs.error().message);
   json list = json::array();
   for (const Job& j : *jobs) list.push_back(JobToJson(j, /*with_private=*/false));
@@ -126,7 +134,7 @@ json RequestHandler::Jobs(const Caller& c, const json& req) {
 json RequestHandler::OneJob(const Caller& c, const json& req) {
   std::optional<JobId> id = JobIdOf(req);
   if (!id) return ErrorReply("bad_request", "job: expected a job id");
-  Result<std::optional<Job>> job = table_.Find(*id);
+  Result<std::optional<Job>> job = table_->Find(*id);
   if (!job.ok()) return ErrorReply("store", job.error().message);
   if (!*job) return ErrorReply("not_found", fmt::format("no job {}", *id));
   json r = OkReply();
@@ -136,19 +144,19 @@ json RequestHandler::OneJob(const Caller& c, const json& req) {
 }
 
 void RequestHandler::AddWaitInfo(json& j, JobId id) const {
-  if (const WaitReason* w = FindWaiting(table_.last_decisions(), id)) {
+  if (const WaitReason* w = FindWaiting(table_->last_decisions(), id)) {
     j["wait_reason"] = {{"code", w->code}, {"message", ToValidUtf8(w->message)}};
     j["estimated_start_unix_ms"] =
         w->estimated_start_unix_ms ? json(*w->estimated_start_unix_ms) : json(nullptr);
   }
-  if (std::optional<size_t> pos = table_.Position(id)) j["position"] = *pos;
+  if (std::optional<size_t> pos = table_->Position(id)) j["position"] = *pos;
 }
 
 json RequestHandler::Queue() {
   std::vector<const Job*> shown;
-  for (const auto& [id, job] : table_.active()) shown.push_back(&job);
+  for (const auto& [id, job] : table_->active()) shown.push_back(&job);
   // Running first, then waiting in scheduling order.
-  auto rank = [this](JobId id) { return table_.Position(id).value_or(SIZE_MAX); };
+  auto rank = [this](JobId id) { return table_->Position(id).value_or(SIZE_MAX); };
   std::sort(shown.begin(), shown.end(), [&](const Job* a, const Job* b) {
     const bool ra = a->state == JobState::kRunning || a->state == JobState::kStarting;
     const bool rb = b->state == JobState::kRunning || b->state == JobState::kStarting;
@@ -166,21 +174,21 @@ json RequestHandler::Queue() {
   json r = OkReply();
   r["jobs"] = std::move(list);
   r["now_unix_ms"] = clock_.NowUnixMs();
-  r["degraded"] = DegradedToJson(table_.degraded());
+  r["degraded"] = DegradedToJson(table_->degraded());
   return r;
 }
 
 json RequestHandler::Control(const Caller& c, const json& req, const std::string& op) {
   std::optional<JobId> id = JobIdOf(req);
   if (!id) return ErrorReply("bad_request", "job: expected a job id");
-  Result<JobState> after = table_.Control(*id, op, c.uid, c.user);
+  Result<JobState> after = table_->Control(*id, op, c.uid, c.user);
   if (!after.ok()) return Refusal(after.error());
   json r = OkReply();
   r["job"] = *id;
   r["state"] = JobStateName(*after);
   // A cancelled job that was running is being stopped: say how long it has.
   if (op == "cancel" && (*after == JobState::kRunning || *after == JobState::kStarting)) {
-    r["grace_s"] = table_.options().grace_s;
+    r["grace_s"] = table_->options().grace_s;
   }
   return r;
 }
@@ -188,7 +196,7 @@ json RequestHandler::Control(const Caller& c, const json& req, const std::string
 json RequestHandler::Logs(const Caller& c, const json& req) {
   std::optional<JobId> id = JobIdOf(req);
   if (!id) return ErrorReply("bad_request", "job: expected a job id");
-  Result<std::optional<Job>> found = table_.Find(*id);
+  Result<std::optional<Job>> found = table_->Find(*id);
   if (!found.ok()) return ErrorReply("store", found.error().message);
   if (!*found) return ErrorReply("not_found", fmt::format("no job {}", *id));
   const Job& job = **found;

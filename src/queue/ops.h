@@ -11,6 +11,8 @@
 
 #include <sys/types.h>
 
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -36,12 +38,18 @@ struct OpsOptions {
 
 class RequestHandler {
  public:
-  // `table` and `clock` must outlive the handler.
-  RequestHandler(JobTable& table, const Clock& clock, OpsOptions options)
+  // `table` and `clock` must outlive the handler. Without a table (a daemon
+  // run without its queue) the queue's ops answer "no_queue".
+  RequestHandler(JobTable* table, const Clock& clock, OpsOptions options)
       : table_(table), clock_(clock), o_(options) {}
 
   // The reply to one request line (without its newline).
   nlohmann::json Handle(const Caller& caller, std::string_view line);
+
+  // An op served by another part of the daemon (history, usage): called
+  // with the parsed request, on the loop's thread; must not throw.
+  using Op = std::function<nlohmann::json(const Caller&, const nlohmann::json&)>;
+  void AddOp(std::string name, Op op) { extra_[std::move(name)] = std::move(op); }
 
  private:
   nlohmann::json Dispatch(const Caller& c, const nlohmann::json& req);
@@ -53,9 +61,10 @@ class RequestHandler {
   nlohmann::json Logs(const Caller& c, const nlohmann::json& req);
   void AddWaitInfo(nlohmann::json& j, JobId id) const;
 
-  JobTable& table_;
+  JobTable* table_;
   const Clock& clock_;
   OpsOptions o_;
+  std::map<std::string, Op> extra_;
 };
 
 // The "degraded" array of the "queue" reply: [{"what", "detail",

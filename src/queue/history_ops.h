@@ -1,0 +1,29 @@
+// The daemon's history ops on the socket (docs/protocol.md): "history" (the
+// points of the last since_s seconds) and "usage" (per user, GPU-hours,
+// memory-hours, their idle parts and jobs started). They read the History
+// and, for jobs, the JobTable (null without the queue); no state of their own.
+#ifndef GPUWARDEN_QUEUE_HISTORY_OPS_H_
+#define GPUWARDEN_QUEUE_HISTORY_OPS_H_
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet/history.h"
+#include "queue/job_table.h"
+
+namespace gw::queue {
+
+// {"op": "history", "since_s": N} -> {"ok", "from_unix_s", "to_unix_s", "points": [...]}.
+nlohmann::json HistoryReply(fleet::History& history, int64_t now_unix_s,
+                            const nlohmann::json& request);
+
+// {"op": "usage", "since_s": N} -> {"ok", "from_unix_s", "to_unix_s", "covered_s",
+// "users": [{"user", "gpu_hours", "idle_gpu_hours", "vram_gib_hours",
+// "idle_vram_gib_hours", "jobs_started"}]}; jobs_started is null without a queue.
+nlohmann::json UsageReply(fleet::History& history, JobTable* table, int64_t now_unix_s,
+                          const nlohmann::json& request);
+
+}  // namespace gw::queue
+
+#endif  // GPUWARDEN_QUEUE_HISTORY_OPS_H_
