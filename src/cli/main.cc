@@ -15,6 +15,7 @@
 #include "cli/cluster_command.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
+#include "cli/history_command.h"
 #include "cli/slurm_queue_command.h"
 #include "cli/status_command.h"
 #include "cli/watch_command.h"
@@ -210,6 +211,26 @@ int Main(int argc, char** argv) {
       ->transform(gw::cli::Seconds(0.1, 600.0))
       ->capture_default_str();
 
+  gw::cli::HistoryArgs history_args;
+  CLI::App* history = app.add_subcommand(
+      "history", "What gpuwardend remembers: each GPU's utilisation and memory over time");
+  history
+      ->add_option("--since", history_args.since,
+                   "How far back (1h: a point a second; "
+                   "up to 7d: a minute; up to 90d: an hour)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  history->add_option("--gpu", history_args.gpu, "Only this GPU (its index)");
+  history->add_flag("--csv", history_args.csv, "One line per point and GPU, for a spreadsheet");
+  history->add_flag("--json", history_args.json, "The daemon's points (schema: docs/protocol.md)");
+  gw::cli::UsageArgs usage_args;
+  CLI::App* usage = app.add_subcommand(
+      "usage", "Per user: GPU-hours, memory-hours, how much of it sat idle, and jobs started");
+  usage->add_option("--since", usage_args.since, "Over how long")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  usage->add_flag("--json", usage_args.json, "Machine-readable output (schema: docs/protocol.md)");
+
   gw::cli::WatchArgs watch_args;
   CLI::App* watch = gw::cli::AddWatchSubcommand(app, watch_args);
 
@@ -250,6 +271,14 @@ int Main(int argc, char** argv) {
     return gw::cli::RunCluster(global, cluster_args, runner);
   }
   watch_args.socket = socket;
+  if (history->parsed()) {
+    history_args.socket = socket;
+    return gw::cli::RunHistory(history_args);
+  }
+  if (usage->parsed()) {
+    usage_args.socket = socket;
+    return gw::cli::RunUsage(usage_args);
+  }
   if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
   if (gw::cli::WantsSlurm(queue)) {
     gw::os::RealCommandRunner runner;

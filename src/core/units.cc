@@ -1,5 +1,7 @@
 #include "core/units.h"
 
+#include <ctime>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -197,6 +199,20 @@ Result<double> ParseDuration(std::string_view text) {
     return DurationError("out_of_range", text, "longer than 1000 years");
   }
   return total;
+}
+
+std::string FormatLocalTime(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  if (localtime_r(&t, &tm) == nullptr) return "time N/A";
+  char buf[40];
+  if (std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S%z", &tm) == 0) return "time N/A";
+  std::string s = buf;
+  // strftime's %z is "+0100"; ISO 8601 extended format wants "+01:00".
+  if (s.size() >= 5 && (s[s.size() - 5] == '+' || s[s.size() - 5] == '-')) {
+    s = s.substr(0, s.size() - 2) + ":" + s.substr(s.size() - 2);
+  }
+  return s;
 }
 
 }  // namespace gw

@@ -36,6 +36,9 @@ Result<uint64_t> ParseSize(std::string_view text);
 // Negative values (clock skew) print "0s"; NaN or infinity print "N/A".
 std::string FormatDuration(double seconds);
 
+// "2025-01-20T11:18:26+01:00": unix_ms in the local time zone (ISO 8601).
+std::string FormatLocalTime(int64_t unix_ms);
+
 // Parses a duration into seconds: a plain number is seconds; otherwise one or
 // more number+unit pairs with units s, m (minutes), h, d, w, case-insensitive,
 // optionally separated by spaces: "90s", "30m", "2h", "1d", "1.5h", "1h30m",

@@ -222,7 +222,8 @@ class DaemonImpl final : public Daemon {
         if (table_->TakeLookRequest()) snapshots_->Request(/*full=*/false);
       }
     }
-    log_->Notice("stopping; running jobs keep running under their supervisors");
+    log_->Notice(table_ ? "stopping; running jobs keep running under their supervisors"
+                        : "stopping");
     return 0;
   }
 

@@ -1,5 +1,7 @@
 #include "render/events_text.h"
 
+#include "core/units.h"
+
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -18,20 +20,7 @@ namespace {
 
 using kmsg::KernelEvent;
 
-// "2025-01-20T11:18:26+01:00" in the local time zone.
-std::string LocalIsoTime(int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  if (localtime_r(&t, &tm) == nullptr) return "time N/A";
-  char buf[40];
-  if (std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S%z", &tm) == 0) return "time N/A";
-  std::string s = buf;
-  // strftime's %z is "+0100"; ISO 8601 extended format wants "+01:00".
-  if (s.size() >= 5 && (s[s.size() - 5] == '+' || s[s.size() - 5] == '-')) {
-    s.insert(s.size() - 2, ":");
-  }
-  return s;
-}
+std::string LocalIsoTime(int64_t unix_ms) { return FormatLocalTime(unix_ms); }
 
 std::string EventTime(const KernelEvent& ev) {
   if (ev.time_unix_ms) return LocalIsoTime(*ev.time_unix_ms);

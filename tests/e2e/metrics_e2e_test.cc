@@ -16,6 +16,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/e2e_util.h"
+#include "e2e/queue_e2e_util.h"
 #include "e2e/service_process.h"
 #include "e2e/user_process.h"
 
@@ -36,7 +38,6 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 std::string Prometheus() { return "/usr/bin/prometheus"; }
 std::string Promtool() { return "/usr/bin/promtool"; }
-std::string DaemonBinary() { return std::string(GW_BINARY_DIR) + "/gpuwardend"; }
 std::string RulesPath() { return std::string(GW_SOURCE_DIR) + "/packaging/prometheus"; }
 
 // A registered process of the simulator: a real `sleep` that the simulated
@@ -88,7 +89,9 @@ class Fleet : public ::testing::Environment {
     RunOptions o = SimOptions();
     o.env["GPUWARDEN_SIM_PROCESS_DIR"] = reg_;
     sim_env_ = o;
-    if (!daemon_.Start({DaemonBinary(), "--no-queue", "--sim", ScenarioPath(kScenario), "--listen",
+    socket_ = dir_->path() + "/s.sock";
+    if (!daemon_.Start({DaemonBinary(), "--no-queue", "--socket", socket_, "--state-dir",
+                        dir_->path() + "/state", "--sim", ScenarioPath(kScenario), "--listen",
                         "127.0.0.1:0", "--kernel-log", kernel_log_},
                        o, dir_->path() + "/daemon.log")) {
       failure_ = "gpuwardend did not start";
@@ -182,6 +185,7 @@ class Fleet : public ::testing::Environment {
   const std::vector<std::string>& uuids() const { return uuids_; }
   const RunOptions& sim_env() const { return sim_env_; }
   const TempDir& dir() const { return *dir_; }
+  const std::string& socket() const { return socket_; }
 
  private:
   void AddHolder(std::optional<TestUser> user, std::string name, unsigned gpu, uint64_t mib) {
@@ -198,7 +202,7 @@ class Fleet : public ::testing::Environment {
 
   std::string skip_, failure_;
   std::unique_ptr<TempDir> dir_;
-  std::string reg_, kernel_log_;
+  std::string reg_, kernel_log_, socket_;
   std::vector<std::string> uuids_;
   std::vector<Holder> holders_;
   RunOptions sim_env_;
@@ -364,6 +368,57 @@ TEST_F(MetricsE2e, PromtoolAcceptsTheScrape) {
     problems += line + "\n";
   }
   EXPECT_EQ(problems, "") << r.out << r.err;
+}
+
+// The daemon's history, through the CLI: a point a second with the memory the
+// simulator reports, and each user's GPU-hours.
+TEST_F(MetricsE2e, HistoryAndUsageFromTheDaemon) {
+  RunResult csv;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        csv = RunProcess(Gpuwarden(
+            {"--socket", fleet->socket(), "history", "--since", "1m", "--gpu", "0", "--csv"}));
+        return csv.exit_code == 0 && CountLines(csv.out) >= 4;  // Header and 3 seconds.
+      },
+      30))
+      << csv.out << csv.err;
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("time_unix_s,step_s,gpu,util_pct,mem_used_bytes", 0), 0u) << line;
+  std::getline(lines, line);
+  std::vector<std::string> cells;
+  size_t start = 0;
+  for (size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+    cells.push_back(line.substr(start, comma - start));
+  cells.push_back(line.substr(start));
+  ASSERT_EQ(cells.size(), 9u) << line;
+  EXPECT_EQ(cells[1], "1");
+  EXPECT_EQ(cells[2], "0");
+  EXPECT_GE(std::stod(cells[4]), static_cast<double>((30 * 1024 + 10) * kMiB)) << line;
+
+  const RunResult text =
+      RunProcess(Gpuwarden({"--socket", fleet->socket(), "history", "--since", "10m"}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("GPU 2  now fault"), std::string::npos) << text.out;
+
+  const RunResult usage =
+      RunProcess(Gpuwarden({"--socket", fleet->socket(), "usage", "--since", "1h", "--json"}));
+  ASSERT_EQ(usage.exit_code, 0) << usage.err;
+  const json u = json::parse(usage.out);
+  std::map<std::string, json> by_user;
+  for (const json& x : u["users"]) by_user[x["user"]] = x;
+  ASSERT_TRUE(by_user.count("root")) << usage.out;
+  EXPECT_GT(by_user["root"]["gpu_hours"].get<double>(), 0);
+  // GiB-hours over GPU-hours: the mean memory held while holding, 30 GiB + 10 MiB.
+  EXPECT_NEAR(
+      by_user["root"]["vram_gib_hours"].get<double>() / by_user["root"]["gpu_hours"].get<double>(),
+      30 + 10.0 / 1024, 0.01);
+  EXPECT_TRUE(by_user["root"]["jobs_started"].is_null());  // No queue: unknown, not 0.
+  // The queue's commands say there is none.
+  const RunResult queue = RunProcess(Gpuwarden({"--socket", fleet->socket(), "queue"}));
+  EXPECT_EQ(queue.exit_code, 16);
+  EXPECT_NE(queue.err.find("--no-queue"), std::string::npos) << queue.err;
 }
 
 TEST_F(MetricsE2e, ShippedRulesPassPromtool) {
