@@ -12,8 +12,11 @@
 #include "collect/window.h"
 #include "core/clock.h"
 #include "core/units.h"
+#include "fleet/trends.h"
 #include "import/nvsmi_xml.h"
 #include "proc/proc_reader.h"
+#include "queue/client.h"
+#include "queue/protocol.h"
 
 namespace gw::cli {
 namespace {
@@ -22,6 +25,32 @@ std::optional<std::string> Env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
+}
+
+// A daemon that answers at all answers this at once (its history is in
+// memory and a day of minutes in SQLite); `why` never waits longer for it.
+constexpr int64_t kTrendsTimeoutMs = 1500;
+
+// gpuwarden's history, when a daemon serves this machine: its trends, or the
+// reason they are not used. No daemon at all is no note: most servers run
+// `why` without one.
+void AskTrends(const std::string& socket, const Snapshot& latest, Judged& judged) {
+  Result<queue::Client> client =
+      queue::Client::Connect(queue::ResolveSocketPath(socket), kTrendsTimeoutMs);
+  if (!client.ok()) return;
+  Result<nlohmann::json> reply = client->Call({{"op", "trends"}});
+  if (!reply.ok()) {
+    judged.trends_note = "gpuwardend's history not read: " + reply.error().message;
+    return;
+  }
+  Result<diagnose::Trends> trends = fleet::TrendsFromJson(reply->value("trends", nlohmann::json()));
+  if (!trends.ok()) {
+    judged.trends_note = "gpuwardend's history not understood: " + trends.error().message;
+  } else if (!diagnose::TrendsDescribe(*trends, latest)) {
+    judged.trends_note = "gpuwardend's history not used: it is of other GPUs than these";
+  } else {
+    judged.trends = std::move(*trends);
+  }
 }
 
 }  // namespace
@@ -137,6 +166,10 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
   }
 
   judged.diagnosis = diagnose::Diagnose(judged.history, options, events);
+  if (args.history && args.from.empty()) {
+    AskTrends(args.history_socket, judged.history.back(), judged);
+    if (judged.trends) diagnose::AddTrendEvidence(judged.diagnosis, *judged.trends);
+  }
   return judged;
 }
 

@@ -12,6 +12,7 @@
 #include "collect/kernel_log.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "diagnose/trends.h"
 #include "diagnose/verdict.h"
 #include "os/run_command.h"
 
@@ -34,6 +35,10 @@ struct JudgeArgs {
   // through this runner; null (health) never asks.
   os::CommandRunner* slurm_runner = nullptr;
   SlurmNodeArgs slurm;
+  // Ask gpuwardend (on this socket; "" = the usual place, queue::ResolveSocketPath)
+  // for the trends of its history when judging this machine live.
+  bool history = false;
+  std::string history_socket;
 };
 
 struct Judged {
@@ -43,6 +48,10 @@ struct Judged {
   diagnose::DiagnoseOptions options;
   diagnose::Diagnosis diagnosis;
   double window_s = 0;  // Time the history spans.
+  // What gpuwardend's history says (diagnose/trends.h), when it was asked, it
+  // answered and its GPUs are these; its findings carry the evidence.
+  std::optional<diagnose::Trends> trends;
+  std::string trends_note;  // Why there are none, when the daemon was reachable.
   // Set when Slurm was asked by name (--slurm-node) and could not answer:
   // the message, for exit code 20 after the verdict is shown.
   std::string slurm_error;

@@ -98,12 +98,15 @@ int Main(int argc, char** argv) {
           ->type_name("[JOBID]")
           ->expected(0, 1);
   why->add_flag("-v,--verbose", why_args.verbose, "Every finding with every next step");
+  bool why_no_history = false;
+  why->add_flag("--no-history", why_no_history,
+                "Do not ask gpuwardend how long GPUs have sat idle or full (its history)");
   why->add_option("--explain", why_args.explain, "Explain a finding code at length")
       ->type_name("CODE");
   // A Slurm job's wait is judged from Slurm, not from this server's GPUs.
   gw::cli::AddSlurmNodeOptions(why, why_args.judge.slurm);
-  for (const char* local :
-       {"--need", "--nvlink", "--explain", "--from", "--slurm-node", "--no-slurm"}) {
+  for (const char* local : {"--need", "--nvlink", "--explain", "--from", "--slurm-node",
+                            "--no-slurm", "--no-history"}) {
     why_slurm->excludes(local);
   }
 
@@ -255,6 +258,8 @@ int Main(int argc, char** argv) {
     why_args.judge.progress = !why_args.json;  // A status line on a terminal, never in JSON.
     gw::os::RealCommandRunner runner;
     why_args.judge.slurm_runner = &runner;
+    why_args.judge.history = !why_no_history;
+    why_args.judge.history_socket = socket;
     return gw::cli::RunWhy(global, why_args);
   }
   if (health->parsed()) {

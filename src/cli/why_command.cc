@@ -62,6 +62,8 @@ int RunWhy(const GlobalOptions& global, const WhyArgs& args) {
     context.window_s = judged->window_s;
     context.kernel_log_sources = SourcesRead(*judged);
     if (judged->options.need) context.need = diagnose::FormatNeed(*judged->options.need);
+    context.trends = judged->trends ? &*judged->trends : nullptr;
+    context.trends_note = judged->trends_note;
     Print(render::RenderWhyJson(judged->diagnosis, latest, context, /*pretty=*/true));
   } else {
     render::WhyTextOptions text;
@@ -72,6 +74,8 @@ int RunWhy(const GlobalOptions& global, const WhyArgs& args) {
     text.window_s = judged->window_s;
     text.kernel_log_sources = SourcesRead(*judged);
     text.kernel_log_note = judged->kernel_log_note;
+    text.trends = judged->trends ? &*judged->trends : nullptr;
+    text.trends_note = judged->trends_note;
     Print(render::RenderWhyText(judged->diagnosis, latest, text));
   }
   if (!judged->slurm_error.empty()) {

@@ -116,6 +116,16 @@ Result<std::vector<HistoryPoint>> History::Since(int64_t from_s, int64_t now_s) 
   return out;
 }
 
+Result<std::vector<HistoryPoint>> History::Trail(int64_t from_s, int64_t now_s) {
+  const int64_t seconds_from = seconds_.empty() ? now_s + 1 : Floor(seconds_.front().time_s, 60);
+  Result<std::vector<HistoryPoint>> out = store_.Read(1, from_s, std::max(from_s, seconds_from));
+  if (!out.ok()) return out;
+  for (const HistoryPoint& p : seconds_) {
+    if (p.time_s <= now_s) out->push_back(p);
+  }
+  return out;
+}
+
 std::map<std::string, UserUsage> UsageOf(const std::vector<HistoryPoint>& points) {
   std::map<std::string, UserUsage> out;
   for (const HistoryPoint& p : points) {

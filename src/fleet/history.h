@@ -49,6 +49,12 @@ class History {
   // The last hour, a point a second.
   const std::deque<HistoryPoint>& recent() const { return seconds_; }
 
+  // The trail that ends now, for the trends (fleet/trends.h): the 1-minute
+  // points from from_s up to the minute of the oldest 1-second point, then
+  // every 1-second point, oldest first and not overlapping. Reads tier 1 of
+  // the store (the open minute is in the 1-second points).
+  Result<std::vector<HistoryPoint>> Trail(int64_t from_s, int64_t now_s);
+
  private:
   Status CloseMinute();
 

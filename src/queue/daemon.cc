@@ -63,6 +63,9 @@ class DaemonImpl final : public Daemon {
     handler_->AddOp("history", [this](const Caller&, const json& req) {
       return HistoryReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
     });
+    handler_->AddOp("trends", [this](const Caller&, const json& req) {
+      return TrendsReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
+    });
     handler_->AddOp("usage", [this](const Caller&, const json& req) {
       return UsageReply(*history_, table_.get(), parts_.clock->NowUnixMs() / 1000, req);
     });
@@ -251,17 +254,20 @@ class DaemonImpl final : public Daemon {
       diagnosis =
           std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(judged_, dopt, events));
     }
-    const bool publish = look.full && http_;
-    if (table_) {
-      table_->OnSnapshot(publish ? Snapshot(look.snapshot) : std::move(look.snapshot), look.full,
-                         diagnosis.get());
-    }
+    // The history's point is made before the table may take the snapshot
+    // (moved when nothing is published: a point made after it had no GPUs).
+    // The queue's figures are those of before this look's placement pass.
     if (look.full) {
       const std::optional<fleet::QueueStats> queue =
           table_ ? std::optional<fleet::QueueStats>(QueueStatsNow()) : std::nullopt;
       if (Status st = history_->Add(fleet::PointOf(look.snapshot, *diagnosis, queue)); !st.ok()) {
         log_->Warning("history not written: " + st.error().message);
       }
+    }
+    const bool publish = look.full && http_;
+    if (table_) {
+      table_->OnSnapshot(publish ? Snapshot(look.snapshot) : std::move(look.snapshot), look.full,
+                         diagnosis.get());
     }
     if (publish) Publish(std::move(look.snapshot), std::move(diagnosis));
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/text.h"
+#include "fleet/trends.h"
 #include "queue/protocol.h"
 
 namespace gw::queue {
@@ -24,6 +25,22 @@ Result<int64_t> SinceOf(const json& req) {
 }
 
 }  // namespace
+
+json TrendsReply(fleet::History& history, int64_t now, const json& req) {
+  int64_t lookback = 86400;
+  if (auto it = req.find("lookback_s"); it != req.end()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 7.0 * 86400) {
+      return ErrorReply("bad_request",
+                        "lookback_s: expected seconds, more than 0 and at most 7 days");
+    }
+    lookback = static_cast<int64_t>(it->get<double>());
+  }
+  Result<std::vector<fleet::HistoryPoint>> trail = history.Trail(now - lookback, now);
+  if (!trail.ok()) return ErrorReply("store", trail.error().message);
+  json r = OkReply();
+  r["trends"] = fleet::TrendsToJson(fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{}));
+  return r;
+}
 
 json HistoryReply(fleet::History& history, int64_t now, const json& req) {
   Result<int64_t> since = SinceOf(req);

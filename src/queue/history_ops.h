@@ -24,6 +24,14 @@ nlohmann::json HistoryReply(fleet::History& history, int64_t now_unix_s,
 nlohmann::json UsageReply(fleet::History& history, JobTable* table, int64_t now_unix_s,
                           const nlohmann::json& request);
 
+// {"op": "trends", "lookback_s": N} -> {"ok", "trends": {...}} (fleet/trends.h,
+// docs/protocol.md): how long each GPU has sat held and idle or full, and the
+// queue over the last hour, from the points of the last lookback_s seconds
+// (default a day, at most 7 days: the minute tier), judged with the default
+// marks of the diagnosis.
+nlohmann::json TrendsReply(fleet::History& history, int64_t now_unix_s,
+                           const nlohmann::json& request);
+
 }  // namespace gw::queue
 
 #endif  // GPUWARDEN_QUEUE_HISTORY_OPS_H_

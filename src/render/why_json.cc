@@ -1,5 +1,7 @@
 #include "render/why_json.h"
 
+#include "fleet/trends.h"
+
 #include <algorithm>
 
 #include "core/json_out.h"
@@ -82,6 +84,9 @@ json WhyJsonUnchecked(const Diagnosis& d, const Snapshot& latest, const WhyJsonC
   // An empty list says the kernel log was not read; null would say "unknown".
   j["kernel_log"] = {{"read", !ctx.kernel_log_sources.empty()},
                      {"sources", JsonTextList(ctx.kernel_log_sources)}};
+  // Null: no daemon's history was read (none runs, or --no-history).
+  j["trends"] = ctx.trends != nullptr ? fleet::TrendsToJson(*ctx.trends) : json(nullptr);
+  j["trends_note"] = ctx.trends_note.empty() ? json(nullptr) : JsonText(ctx.trends_note);
   json errors = json::array();
   for (const ProbeError& e : latest.errors) errors.push_back(ProbeErrorJson(e));
   j["errors"] = std::move(errors);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/snapshot.h"
+#include "diagnose/trends.h"
 #include "diagnose/verdict.h"
 
 namespace gw::render {
@@ -22,6 +23,10 @@ struct WhyJsonContext {
   double window_s = 0;                          // Time from the first to the last of them.
   std::vector<std::string> kernel_log_sources;  // Empty: the kernel log was not read.
   Opt<std::string> need;                        // The --need text, as given.
+  // gpuwardend's history (fleet/trends.h form), when it was read; else null,
+  // with the reason when the daemon was there but its history not used.
+  const diagnose::Trends* trends = nullptr;
+  std::string trends_note;
 };
 
 // One finding: code, category, severity, implies, actor, title, message,

@@ -53,6 +53,29 @@ TEST(WhyJson, TopLevelShape) {
                                  {"memory_unknown", 0}}));
 }
 
+TEST(WhyJson, TrendsWhenTheDaemonsHistoryWasReadElseNullWithTheReason) {
+  json j = WhyJson(BusyDiagnosis(), BusyBox(), Context());
+  EXPECT_TRUE(j["trends"].is_null());
+  EXPECT_TRUE(j["trends_note"].is_null());
+
+  diagnose::Trends t;
+  t.as_of_unix_s = 1'800'000'000;
+  t.covered_from_unix_s = t.as_of_unix_s - 600;
+  t.gpus.push_back({1, diagnose::TrendRun{t.as_of_unix_s - 300, true}, std::nullopt});
+  WhyJsonContext c = Context();
+  c.trends = &t;
+  j = WhyJson(BusyDiagnosis(), BusyBox(), c);
+  EXPECT_EQ(j["trends"]["gpus"][0]["idle_held"],
+            (json{{"since_unix_s", t.as_of_unix_s - 300}, {"for_s", 300}, {"open_start", true}}));
+  EXPECT_TRUE(j["trends"]["queue"].is_null());
+
+  c.trends = nullptr;
+  c.trends_note = "gpuwardend's history not read: \xff";
+  j = WhyJson(BusyDiagnosis(), BusyBox(), c);
+  EXPECT_TRUE(j["trends"].is_null());
+  EXPECT_EQ(j["trends_note"], "gpuwardend's history not read: \uFFFD");  // Valid UTF-8.
+}
+
 TEST(WhyJson, GpusCarryIdentityVerdictAndTheirFindings) {
   const json j = WhyJson(BusyDiagnosis(), BusyBox(), Context());
   ASSERT_EQ(j["gpus"].size(), 4u);

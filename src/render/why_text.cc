@@ -60,6 +60,7 @@ class WhyRenderer {
     }
     Findings();
     Users();
+    OverTime();
     Footer();
     return out_;
   }
@@ -195,6 +196,47 @@ class WhyRenderer {
     }
   }
 
+  void OverTime() {
+    if (o_.trends == nullptr) return;
+    const diagnose::Trends& t = *o_.trends;
+    std::vector<std::pair<std::string, Tone>> lines;
+    for (const diagnose::GpuTrend& g : t.gpus) {
+      if (g.idle_held) {
+        lines.emplace_back(fmt::format("GPU {} held and idle {}", g.index,
+                                       diagnose::RunText(*g.idle_held, t.as_of_unix_s)),
+                           Tone::kYellow);
+      }
+      if (g.memory_full) {
+        lines.emplace_back(fmt::format("GPU {} memory full {}", g.index,
+                                       diagnose::RunText(*g.memory_full, t.as_of_unix_s)),
+                           Tone::kPlain);
+      }
+    }
+    // A queue that stayed empty says nothing worth a line.
+    if (t.queue && t.queue->peak > 0) {
+      lines.emplace_back(QueueText(*t.queue, t.as_of_unix_s), Tone::kPlain);
+    }
+    if (lines.empty()) return;
+    Blank();
+    Emit(StyledLine().Add("Over time", Tone::kBold).Add(" (gpuwardend's history):", Tone::kDim));
+    for (const auto& [text, tone] : lines) EmitWrapped(text, "  ", 4, tone);
+  }
+
+  // "the queue grew from 3 to 19 waiting jobs in the last 1h (peak 21)".
+  static std::string QueueText(const diagnose::QueueTrend& q, int64_t as_of) {
+    const std::string span = FormatDuration(static_cast<double>(as_of - q.then_unix_s));
+    const auto n = [](double v) { return fmt::format("{:.0f}", v); };
+    const std::string peak =
+        q.peak > std::max(q.waiting_now, q.waiting_then) ? " (peak " + n(q.peak) + ")" : "";
+    if (q.waiting_now == q.waiting_then) {
+      return fmt::format("the queue held {} waiting {} through the last {}{}", n(q.waiting_now),
+                         q.waiting_now == 1 ? "job" : "jobs", span, peak);
+    }
+    return fmt::format("the queue {} from {} to {} waiting {} in the last {}{}",
+                       q.waiting_now > q.waiting_then ? "grew" : "shrank", n(q.waiting_then),
+                       n(q.waiting_now), q.waiting_now == 1 ? "job" : "jobs", span, peak);
+  }
+
   void Footer() {
     std::vector<std::string> parts;
     if (s_.source == SnapshotSource::kXmlDump) {
@@ -224,6 +266,13 @@ class WhyRenderer {
       for (const std::string& src : o_.kernel_log_sources)
         sources.push_back(SanitizeForTerminal(src));
       parts.push_back(fmt::format("kernel log: {}", fmt::join(sources, ", ")));
+    }
+    if (o_.trends != nullptr && o_.trends->as_of_unix_s > 0) {
+      parts.push_back("history: gpuwardend's, the last " +
+                      FormatDuration(static_cast<double>(o_.trends->as_of_unix_s -
+                                                         o_.trends->covered_from_unix_s)));
+    } else if (!o_.trends_note.empty()) {
+      parts.push_back(SanitizeForTerminal(o_.trends_note));
     }
     Blank();
     EmitWrapped(fmt::format("{}", fmt::join(parts, " · ")), "", 0, Tone::kDim);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "diagnose/trends.h"
 #include "diagnose/verdict.h"
 
 namespace gw::render {
@@ -23,6 +24,10 @@ struct WhyTextOptions {
   // Why the kernel log was not read, when it was not ("kernel log not read
   // (simulated server)"); empty: the generic "kernel log not read".
   std::string kernel_log_note = {};
+  // gpuwardend's history, when it was read (null: no daemon, --no-history),
+  // and why it was not used when the daemon was there.
+  const diagnose::Trends* trends = nullptr;
+  std::string trends_note = {};
 };
 
 // How many findings the compact view shows, and how many steps each.
@@ -37,7 +42,9 @@ inline constexpr size_t kWhyCompactSteps = 2;
 //      evidence (`name: value`), `next:` steps and who acts; compact unless
 //      verbose, with a line saying how many were left out;
 //   4. per-user holdings (GPUs, VRAM, idle VRAM);
-//   5. a footer: samples and window (or the offline dump / simulator) and the
+//   5. with gpuwardend's history, "Over time:": since when GPUs have sat held
+//      and idle or full, and how the queue moved over the last hour;
+//   6. a footer: samples and window (or the offline dump / simulator) and the
 //      kernel-log sources, or "kernel log not read".
 // Text from other processes is sanitised; lines are cut or wrapped to `width`.
 // Pure.

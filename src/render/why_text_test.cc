@@ -1,5 +1,6 @@
 #include "render/why_text.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,50 @@ TEST(WhyText, LongMessagesWrapInsteadOfBeingCut) {
   WhyTextOptions o;
   o.width = 40;
   Pos(RenderWhyText(d, BusyBox(), o), "tail-word-that-must-survive");
+}
+
+// gpuwardend's history: since when GPUs sat idle or full, the queue's hour.
+TEST(WhyText, OverTimeSaysWhatTheHistoryShows) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  diagnose::Trends t;
+  t.as_of_unix_s = 1'800'000'000;  // 2027-01-15T08:00:00Z
+  t.covered_from_unix_s = t.as_of_unix_s - 86400;
+  t.gpus.push_back(
+      {0, diagnose::TrendRun{t.as_of_unix_s - (3 * 3600 + 12 * 60), false}, std::nullopt});
+  t.gpus.push_back({2, std::nullopt, diagnose::TrendRun{t.as_of_unix_s - 86400, true}});
+  t.queue = diagnose::QueueTrend{19, 3, t.as_of_unix_s - 3600, 21};
+  WhyTextOptions o;
+  o.width = 200;
+  o.trends = &t;
+  const std::string out = RenderWhyText(BusyDiagnosis(), BusyBox(), o);
+  const size_t header = Pos(out, "Over time (gpuwardend's history):\n");
+  EXPECT_LT(Pos(out, "Holdings:"), header);
+  EXPECT_LT(header, Pos(out, "  GPU 0 held and idle for 3h 12m (since 04:48)\n"));
+  Pos(out,
+      "  GPU 2 memory full for at least 1d (since 2027-01-14 08:00, as far as the history "
+      "goes)\n");
+  Pos(out, "  the queue grew from 3 to 19 waiting jobs in the last 1h (peak 21)\n");
+  Pos(out, "history: gpuwardend's, the last 1d");
+
+  // A queue that shrank, and one that never held a job (no line).
+  t.queue = diagnose::QueueTrend{0, 3, t.as_of_unix_s - 600, 3};
+  Pos(RenderWhyText(BusyDiagnosis(), BusyBox(), o),
+      "  the queue shrank from 3 to 0 waiting jobs in the last 10m\n");
+  t.queue = diagnose::QueueTrend{0, 0, t.as_of_unix_s - 600, 0};
+  t.gpus.clear();
+  EXPECT_EQ(RenderWhyText(BusyDiagnosis(), BusyBox(), o).find("Over time"), std::string::npos);
+}
+
+TEST(WhyText, NoHistoryNoSectionAndANoteWhenItWasNotUsed) {
+  WhyTextOptions o;
+  o.width = 200;
+  std::string out = RenderWhyText(BusyDiagnosis(), BusyBox(), o);
+  EXPECT_EQ(out.find("Over time"), std::string::npos);
+  EXPECT_EQ(out.find("history"), std::string::npos) << out;
+  o.trends_note = "gpuwardend's history not used: it is of other GPUs than these";
+  out = RenderWhyText(BusyDiagnosis(), BusyBox(), o);
+  Pos(out, "gpuwardend's history not used: it is of other GPUs than these");
 }
 
 }  // namespace
