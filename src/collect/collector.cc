@@ -35,9 +35,10 @@ ProbeError ProcError(std::string code, std::string message) {
 // the meantime is simply absent: the renderer shows it as not found.
 void ReadProcesses(proc::ProcReader& reader, const std::set<pid_t>& pids, int64_t now_unix_ms,
                    std::map<pid_t, HostProcess>& into) {
+  proc::AncestorMemo ancestors;  // Siblings share their parents' reads.
   for (pid_t pid : pids) {
     if (into.count(pid)) continue;
-    auto process = reader.ReadProcess(pid, now_unix_ms);
+    auto process = reader.ReadProcess(pid, now_unix_ms, &ancestors);
     if (process.ok()) into.emplace(pid, std::move(process).value());
   }
 }

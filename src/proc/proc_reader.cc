@@ -150,43 +150,52 @@ std::optional<uint64_t> ProcReader::BootTimeS() {
   return boot_time_s_;
 }
 
-std::optional<std::string> ProcReader::Comm(pid_t pid) {
+std::optional<AncestorMemo::Stat> ProcReader::AncestorStat(pid_t pid, AncestorMemo& memo) {
+  if (auto it = memo.stat_.find(pid); it != memo.stat_.end()) return it->second;
   // From stat rather than comm: the same file every fake tree has.
+  std::optional<AncestorMemo::Stat> out;
   std::string text;
-  const std::string path = proc_root_ + "/" + std::to_string(pid);
-  os::UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0 || ReadFileAt(dir.get(), "stat", &text, End::kShortRead) != 0) {
-    return std::nullopt;
+  const std::string path = proc_root_ + "/" + std::to_string(pid) + "/stat";
+  if (ReadFileAt(AT_FDCWD, path.c_str(), &text, End::kShortRead) == 0) {
+    if (Result<StatFields> stat = ParseStat(text); stat.ok()) {
+      out = AncestorMemo::Stat{std::move(stat->comm), stat->ppid};
+    }
   }
-  Result<StatFields> stat = ParseStat(text);
-  if (!stat.ok()) return std::nullopt;
-  return std::move(stat->comm);
+  memo.stat_.emplace(pid, out);
+  return out;
 }
 
-std::optional<SlurmStepId> ProcReader::SlurmStepAncestor(pid_t pid) {
+std::optional<SlurmStepId> ProcReader::SlurmStepAncestor(pid_t pid, AncestorMemo& memo) {
   // A job's processes sit a few levels below their slurmstepd (the batch
   // script's shell, srun, a launcher); the bound only stops a cycle that a
   // PID reused mid-walk could make.
   constexpr int kMaxDepth = 64;
+  std::vector<pid_t> walked;
+  std::optional<SlurmStepId> found;
   for (int depth = 0; depth < kMaxDepth && pid > 1; ++depth) {
-    const std::string path = proc_root_ + "/" + std::to_string(pid);
-    os::UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    std::string text;
-    if (dir.get() < 0 || ReadFileAt(dir.get(), "stat", &text, End::kShortRead) != 0) {
-      return std::nullopt;
+    if (auto it = memo.step_above_.find(pid); it != memo.step_above_.end()) {
+      found = it->second;
+      break;
     }
-    Result<StatFields> stat = ParseStat(text);
-    if (!stat.ok()) return std::nullopt;
+    walked.push_back(pid);
+    const std::optional<AncestorMemo::Stat> stat = AncestorStat(pid, memo);
+    if (!stat) break;
     if (stat->comm == "slurmstepd") {
       // A process may call itself anything; only root runs the real one.
-      if (ReadFileAt(dir.get(), "status", &text, End::kShortRead) != 0) return std::nullopt;
-      if (ParseStatusUid(text) != uid_t{0}) return std::nullopt;
-      if (ReadFileAt(dir.get(), "cmdline", &text, End::kShortRead) != 0) return std::nullopt;
-      return ParseSlurmstepdTitle(ParseCmdline(text));
+      const std::string path = proc_root_ + "/" + std::to_string(pid);
+      os::UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      std::string text;
+      if (dir.get() >= 0 && ReadFileAt(dir.get(), "status", &text, End::kShortRead) == 0 &&
+          ParseStatusUid(text) == uid_t{0} &&
+          ReadFileAt(dir.get(), "cmdline", &text, End::kShortRead) == 0) {
+        found = ParseSlurmstepdTitle(ParseCmdline(text));
+      }
+      break;
     }
     pid = stat->ppid;
   }
-  return std::nullopt;
+  for (pid_t p : walked) memo.step_above_.emplace(p, found);
+  return found;
 }
 
 std::optional<std::string> ProcReader::UserName(uid_t uid) {
@@ -197,7 +206,9 @@ std::optional<std::string> ProcReader::UserName(uid_t uid) {
   return name;
 }
 
-Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
+Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms, AncestorMemo* memo) {
+  AncestorMemo own;  // Without the caller's: good for this process's walk only.
+  AncestorMemo& ancestors = memo != nullptr ? *memo : own;
   if (pid <= 0) {
     return MakeError("invalid_argument", "process id " + std::to_string(pid) + " is not valid");
   }
@@ -233,7 +244,11 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
     p.pgid = stat->pgrp;
     p.sid = stat->session;
     p.start_ticks = stat->start_ticks;
-    if (stat->ppid > 0) p.parent_comm = Comm(stat->ppid);
+    if (stat->ppid > 0) {
+      if (std::optional<AncestorMemo::Stat> parent = AncestorStat(stat->ppid, ancestors)) {
+        p.parent_comm = parent->comm;
+      }
+    }
     if (clock_ticks_ > 0) {
       const uint64_t ticks = static_cast<uint64_t>(clock_ticks_);
       p.cpu_time_ms = (stat->utime_ticks + stat->stime_ticks) * 1000 / ticks;
@@ -289,7 +304,7 @@ Result<HostProcess> ProcReader::ReadProcess(pid_t pid, int64_t now_unix_ms) {
     p.readable = false;
   }
   if (!p.owner.slurm_job_id && p.ppid && *p.ppid > 1) {
-    if (std::optional<SlurmStepId> step = SlurmStepAncestor(*p.ppid)) {
+    if (std::optional<SlurmStepId> step = SlurmStepAncestor(*p.ppid, ancestors)) {
       p.owner.slurm_job_id = std::move(step->job);
       p.owner.slurm_step = std::move(step->step);
     }

@@ -69,6 +69,22 @@ struct HolderScanStats {
 // PID -> the matching paths it holds, sorted, without duplicates.
 using HolderMap = std::map<pid_t, std::vector<std::string>>;
 
+// What reading several processes in one go learns of their ancestors (each
+// one's name and parent, the Slurm step above it), so that the 256 workers
+// of one launcher read their shared ancestors once, not 256 times. Valid for
+// one look only: a PID names another process later. Pass the same memo to
+// the ReadProcess calls of one look, and a new one to the next.
+class AncestorMemo {
+ private:
+  friend class ProcReader;
+  struct Stat {
+    std::string comm;
+    pid_t ppid = 0;
+  };
+  std::unordered_map<pid_t, std::optional<Stat>> stat_;  // nullopt: not readable.
+  std::unordered_map<pid_t, std::optional<SlurmStepId>> step_above_;
+};
+
 class ProcReader {
  public:
   explicit ProcReader(std::string proc_root = "/proc");
@@ -79,8 +95,9 @@ class ProcReader {
   // Errors: "not_found" when the process does not exist or exits while being
   // read; "malformed" when its stat file cannot be parsed; "invalid_argument"
   // for pid <= 0. A process whose files cannot be read (permission) is
-  // returned with readable = false and whatever could be read.
-  Result<HostProcess> ReadProcess(pid_t pid, int64_t now_unix_ms);
+  // returned with readable = false and whatever could be read. With `memo`,
+  // ancestors already read through it are not read again.
+  Result<HostProcess> ReadProcess(pid_t pid, int64_t now_unix_ms, AncestorMemo* memo = nullptr);
 
   // The fields of <root>/PID/stat alone: start time (a process's identity
   // beside its PID), state, parent. The one reader of that file outside
@@ -116,11 +133,12 @@ class ProcReader {
  private:
   std::optional<std::string> UserName(uid_t uid);
   std::optional<uint64_t> BootTimeS();
-  std::optional<std::string> Comm(pid_t pid);
+  // An ancestor's name and parent, from its stat (through `memo`).
+  std::optional<AncestorMemo::Stat> AncestorStat(pid_t pid, AncestorMemo& memo);
   // The step served by the nearest root-owned slurmstepd among `pid` and its
   // ancestors: how Slurm's jobs are known where it tracks them without
   // cgroups (proctrack/linuxproc, proctrack/pgid).
-  std::optional<SlurmStepId> SlurmStepAncestor(pid_t pid);
+  std::optional<SlurmStepId> SlurmStepAncestor(pid_t pid, AncestorMemo& memo);
 
   std::string proc_root_;
   long page_size_;

@@ -285,6 +285,56 @@ TEST(ProcReaderFake, SlurmJobFromTheRootOwnedSlurmstepdAncestor) {
   EXPECT_FALSE(p->owner.slurm_step);
 }
 
+// One look's memo: siblings read their shared ancestors once (the second
+// sibling sees what the first read, even after the files changed), and a
+// read without the memo, or with a new one, reads them again.
+TEST(ProcReaderFake, SiblingsShareTheirAncestorsReadsThroughOneMemo) {
+  TempTree t;
+  WriteProcStat(t);
+  FakeProcess stepd = Slurmstepd("slurmstepd: [77.batch]");
+  stepd.WriteTo(t);
+  FakeProcess shell;
+  shell.pid = 301;
+  shell.ppid = 300;
+  shell.comm = "bash";
+  shell.uid = 1000;
+  shell.cgroup = "0::/\n";
+  shell.WriteTo(t);
+  FakeProcess first;
+  first.ppid = 301;
+  first.uid = 1000;
+  first.cgroup = "0::/\n";
+  first.WriteTo(t);
+  FakeProcess second = first;
+  second.pid = 4243;
+  second.WriteTo(t);
+  ProcReader reader(t.root());
+  AncestorMemo memo;
+  Result<HostProcess> a = reader.ReadProcess(4242, 0, &memo);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->parent_comm, "bash");
+  EXPECT_EQ(a->owner.slurm_job_id, "77");
+  // The ancestors change under the look: the memo keeps what it read.
+  shell.comm = "zsh";
+  shell.WriteTo(t);
+  stepd.cmdline = "slurmstepd: [78.0]\0"s;
+  stepd.WriteTo(t);
+  Result<HostProcess> b = reader.ReadProcess(4243, 0, &memo);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->parent_comm, "bash");
+  EXPECT_EQ(b->owner.slurm_job_id, "77");
+  // The next look reads them anew.
+  AncestorMemo next;
+  b = reader.ReadProcess(4243, 0, &next);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->parent_comm, "zsh");
+  EXPECT_EQ(b->owner.slurm_job_id, "78");
+  EXPECT_EQ(b->owner.slurm_step, "0");
+  b = reader.ReadProcess(4243, 0);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->owner.slurm_job_id, "78");
+}
+
 // The cgroup wins: the ancestors are not read for a job the cgroup names, and
 // a process with no slurmstepd above it has no job.
 TEST(ProcReaderFake, SlurmCgroupWinsAndNoAncestorMeansNoJob) {

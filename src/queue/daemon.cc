@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -190,9 +191,13 @@ class DaemonImpl final : public Daemon {
       const size_t server_at = fds.size();
       const size_t server_count = server_ ? server_->AppendPollFds(fds) : 0;
       const int64_t now = clock.MonotonicMs();
+      // A look still in progress (a slow or wedged driver) wakes the loop
+      // through the snapshotter's descriptor: a look due meanwhile is not a
+      // reason to wake (that spun the loop at a 0 ms timeout until it ended).
+      const int64_t look_due =
+          snapshots_->busy() ? std::numeric_limits<int64_t>::max() : next_poll_ms_;
       const int64_t wake =
-          table_ ? std::min(next_poll_ms_, table_->NextPassMs().value_or(next_poll_ms_))
-                 : next_poll_ms_;
+          table_ ? std::min(look_due, table_->NextPassMs().value_or(look_due)) : look_due;
       // A pass due now is INT64_MIN ("at once"): compared, never subtracted
       // from (that overflowed; UBSan stopped the daemon under a burst of
       // submits, and a wrapped difference would have been a 1 s wait).
