@@ -251,25 +251,34 @@ FakeProcess Slurmstepd(std::string title) {
   return f;
 }
 
+// A batch step as proctrack/linuxproc leaves it, without Slurm cgroups:
+// python3 (4242) <- bash (301) <- root's slurmstepd: [77.batch] (300).
+struct BatchStepTree {
+  FakeProcess stepd = Slurmstepd("slurmstepd: [77.batch]");
+  FakeProcess shell;
+  FakeProcess job;
+  explicit BatchStepTree(const TempTree& t) {
+    WriteProcStat(t);
+    stepd.WriteTo(t);
+    shell.pid = 301;
+    shell.ppid = 300;
+    shell.comm = "bash";
+    shell.uid = 1000;
+    shell.cgroup = "0::/\n";
+    shell.WriteTo(t);
+    job.ppid = 301;
+    job.uid = 1000;
+    job.cgroup = "0::/\n";
+    job.WriteTo(t);
+  }
+};
+
 // proctrack/linuxproc: no Slurm cgroup, so the job comes from the root-owned
-// slurmstepd above the process (python3 <- bash <- slurmstepd: [77.batch]).
+// slurmstepd above the process.
 TEST(ProcReaderFake, SlurmJobFromTheRootOwnedSlurmstepdAncestor) {
   TempTree t;
-  WriteProcStat(t);
-  FakeProcess stepd = Slurmstepd("slurmstepd: [77.batch]");
-  stepd.WriteTo(t);
-  FakeProcess shell;
-  shell.pid = 301;
-  shell.ppid = 300;
-  shell.comm = "bash";
-  shell.uid = 1000;
-  shell.cgroup = "0::/\n";
-  shell.WriteTo(t);
-  FakeProcess job;
-  job.ppid = 301;
-  job.uid = 1000;
-  job.cgroup = "0::/\n";
-  job.WriteTo(t);
+  BatchStepTree tree(t);
+  FakeProcess& stepd = tree.stepd;
   ProcReader reader(t.root());
   Result<HostProcess> p = reader.ReadProcess(4242, 0);
   ASSERT_TRUE(p.ok());
@@ -290,22 +299,10 @@ TEST(ProcReaderFake, SlurmJobFromTheRootOwnedSlurmstepdAncestor) {
 // read without the memo, or with a new one, reads them again.
 TEST(ProcReaderFake, SiblingsShareTheirAncestorsReadsThroughOneMemo) {
   TempTree t;
-  WriteProcStat(t);
-  FakeProcess stepd = Slurmstepd("slurmstepd: [77.batch]");
-  stepd.WriteTo(t);
-  FakeProcess shell;
-  shell.pid = 301;
-  shell.ppid = 300;
-  shell.comm = "bash";
-  shell.uid = 1000;
-  shell.cgroup = "0::/\n";
-  shell.WriteTo(t);
-  FakeProcess first;
-  first.ppid = 301;
-  first.uid = 1000;
-  first.cgroup = "0::/\n";
-  first.WriteTo(t);
-  FakeProcess second = first;
+  BatchStepTree tree(t);
+  FakeProcess& stepd = tree.stepd;
+  FakeProcess& shell = tree.shell;
+  FakeProcess second = tree.job;
   second.pid = 4243;
   second.WriteTo(t);
   ProcReader reader(t.root());
