@@ -21,6 +21,7 @@
 #include "cli/judge.h"
 #include "cli/stop_path.h"
 #include "cli/terminal.h"
+#include "collect/cached_collector.h"
 #include "collect/collector.h"
 #include "collect/kernel_log.h"
 #include "core/clock.h"
@@ -35,7 +36,6 @@
 #include "watch/prober.h"
 #include "watch/queue_view.h"
 #include "watch/signals.h"
-#include "watch/watch_collector.h"
 #include "watch/watch_probe.h"
 
 namespace gw::cli {
@@ -45,7 +45,7 @@ namespace {
 // is shown as not answering rather than holding up the round.
 constexpr int64_t kQueueTimeoutMs = 300;
 // A full look (the device-file holder scan of every process) this often;
-// light looks between (watch_collector.h).
+// light looks between (collect/cached_collector.h).
 constexpr int64_t kFullLookEveryMs = 60'000;
 
 int Fail(int code, const std::string& message) {
@@ -260,7 +260,7 @@ int RunWatch(const GlobalOptions& global, const WatchArgs& args) {
   watch::ProbeSettings probe_settings;
   FillCallerFacts(probe_settings.diagnose, global.proc_root);
   watch::ProbeSources sources;
-  auto collector = std::make_shared<watch::WatchCollector>(*options, kFullLookEveryMs);
+  auto collector = std::make_shared<collect::CachedCollector>(*options, kFullLookEveryMs);
   sources.collect = [collector](uint64_t since_us) { return collector->Look(since_us); };
   sources.queue = [socket = queue::ResolveSocketPath(args.socket)] {
     return watch::FetchQueue(socket, kQueueTimeoutMs);

@@ -89,7 +89,8 @@ class DaemonImpl final : public Daemon {
     }
     snapshots_ = std::make_unique<Snapshotter>(
         o_.collect, *parts_.clock,
-        KernelLogReading{o_.read_kernel_log, o_.kernel_log, o_.kernel_log_every_ms});
+        KernelLogReading{o_.read_kernel_log, o_.kernel_log, o_.kernel_log_every_ms},
+        o_.holder_scan_every_ms);
     snapshots_->Request(/*full=*/true);
     if (o_.listen) {
       auto http = fleet::HttpListener::Start(*o_.listen, Routes());

@@ -53,6 +53,10 @@ struct DaemonOptions {
   // else is noticed this fast) and while none does (VRAM guard, peaks).
   int64_t poll_waiting_ms = 50;
   int64_t poll_idle_ms = 1000;
+  // How often a sampled look also scans every process's open files for
+  // device-file holders the driver does not list (the costliest part of a
+  // look); the looks between carry the last scan's holders (snapshotter.h).
+  int64_t holder_scan_every_ms = 60'000;
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
   // Run the queue (socket, store, jobs). Off: a node that only shows its
   // GPUs (--no-queue): no socket, no state directory, no lock.

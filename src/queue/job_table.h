@@ -141,7 +141,8 @@ class JobTable {
   std::vector<WatchFd> Watches() const;
   // The supervisor of `id` ended (its Watch fd fired).
   void OnSupervisorExit(JobId id);
-  // A look at the GPUs (full: with the device-file holder scan, once a second).
+  // A look at the GPUs (full: a sampled look, once a second, with the
+  // device-file holders of the last scan: Snapshotter).
   // A full look's idle holders and unhealthy GPUs come from `diagnosis` when
   // the caller judged it (the daemon, once for everything it serves), else
   // from the table's own judgement of its recent full looks.

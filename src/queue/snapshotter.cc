@@ -9,13 +9,11 @@
 namespace gw::queue {
 
 Snapshotter::Snapshotter(collect::CollectOptions options, const Clock& clock,
-                         KernelLogReading kernel_log)
-    : options_(std::move(options)),
-      clock_(clock),
+                         KernelLogReading kernel_log, int64_t holder_scan_every_ms)
+    : clock_(clock),
       kernel_log_(std::move(kernel_log)),
-      nvml_(collect::NvmlProbeOptions(options_)),
+      collector_(std::move(options), holder_scan_every_ms, &clock),
       wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  options_.nvml_session = &nvml_;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -54,16 +52,18 @@ bool Snapshotter::busy() {
 
 void Snapshotter::Loop() {
   for (;;) {
+    bool sampled = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || requested_; });
       if (stop_) return;
       requested_ = false;
       running_ = true;
-      options_.scan_device_files = full_;
+      sampled = full_;
       full_ = false;
     }
-    Look look{collect::Collect(options_, clock_), options_.scan_device_files, std::nullopt};
+    Look look{collector_.Look(0, /*full_allowed=*/sampled), sampled, false, std::nullopt};
+    look.holders_scanned = collector_.last_full();
     const int64_t now = clock_.MonotonicMs();
     if (look.full && kernel_log_.read &&
         (!kernel_log_read_ms_ || now - *kernel_log_read_ms_ >= kernel_log_.every_ms)) {

@@ -1,9 +1,13 @@
 // Snapshotter: the daemon's GPU snapshot worker. Looks are taken on a thread
 // of their own, so a wedged driver blocks that thread (up to the probe's
-// deadline), never the event loop. A light look skips the device-file holder
-// scan (every open file of every process): the queue's decisions need only
-// the driver's view, and light looks are what make a short poll interval
-// affordable. NVML stays loaded and initialised between looks.
+// deadline), never the event loop. Every look goes through one
+// collect::CachedCollector: NVML stays loaded and initialised between looks,
+// and a process's lasting facts (user, command line, owner, Slurm job) are
+// read once, then only its stat file. A sampled look (the daemon's 1-Hz look,
+// diagnosed and kept in the history) is a full one — with the device-file
+// holder scan of every process's open files — every holder_scan_every_ms;
+// between those it carries the holders the last scan found. The queue's
+// quick looks while jobs wait never scan.
 //
 // The loop polls fd(): it becomes readable when a look is ready (Take()).
 #ifndef GPUWARDEN_QUEUE_SNAPSHOTTER_H_
@@ -14,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "collect/cached_collector.h"
 #include "collect/collector.h"
 #include "collect/kernel_log.h"
 #include "core/clock.h"
@@ -33,21 +38,22 @@ class Snapshotter {
  public:
   struct Look {
     Snapshot snapshot;
-    bool full = false;  // With the device-file holder scan.
+    bool full = false;             // A sampled look (Request(true)).
+    bool holders_scanned = false;  // This one scanned every process's open files.
     // Read with a full look every KernelLogReading::every_ms (else unset).
     std::optional<Result<collect::KernelLog>> kernel_log;
   };
 
   // `clock` must outlive the worker (it is read on the worker's thread, so
   // it must be safe to read from two threads: RealClock is).
-  Snapshotter(collect::CollectOptions options, const Clock& clock,
-              KernelLogReading kernel_log = {});
+  Snapshotter(collect::CollectOptions options, const Clock& clock, KernelLogReading kernel_log = {},
+              int64_t holder_scan_every_ms = 60'000);
   ~Snapshotter();  // Waits for a look in progress.
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
 
   int fd() const { return wake_fd_.get(); }
-  // Asks for a look (full: with the holder scan); one in progress is not
+  // Asks for a look (full: a sampled one); one in progress is not
   // interrupted, and requests made meanwhile merge into one.
   void Request(bool full);
   // The look that is ready, if any.
@@ -58,11 +64,10 @@ class Snapshotter {
  private:
   void Loop();
 
-  collect::CollectOptions options_;
   const Clock& clock_;
   KernelLogReading kernel_log_;
   std::optional<int64_t> kernel_log_read_ms_;  // Monotonic; worker thread only.
-  nvml::ProbeSession nvml_;
+  collect::CachedCollector collector_;         // Worker thread only.
   os::UniqueFd wake_fd_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,12 +1,13 @@
-// How `gpuwarden watch` looks at the server every second without paying for
-// a full look every second.
+// How `gpuwarden watch` and gpuwardend look at the server every second
+// without paying for a full look every second.
 //
 // A full look (collect::Collect: NVML, the device-file holder scan of every
 // process's open files, and /proc for each holder) costs tens of
 // milliseconds of CPU on a busy host, nearly all of it in the holder scan
 // and in reading each process's status, command line and cgroup. At 1 Hz
 // that alone would break the 1 % CPU budget. So a full look runs every
-// `full_every_ms` (gpuwarden watch: 60 s), and the looks between are light: NVML
+// `full_every_ms` (gpuwarden watch and gpuwardend: 60 s), and the looks
+// between are light: NVML
 // only, plus the processes the driver lists and the holders the last full
 // look found, read through a cache. A cached process costs one read of
 // /proc/PID/stat (state, CPU time, parent); its static facts (user, command
@@ -14,8 +15,8 @@
 // the PID names another process. What a light look cannot see: a new
 // device-file holder that the driver does not list shows up at the next
 // full look, at most `full_every_ms` later.
-#ifndef GPUWARDEN_WATCH_WATCH_COLLECTOR_H_
-#define GPUWARDEN_WATCH_WATCH_COLLECTOR_H_
+#ifndef GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
+#define GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
 
 #include <sys/types.h>
 
@@ -29,11 +30,12 @@
 #include <vector>
 
 #include "collect/collector.h"
+#include "core/clock.h"
 #include "core/snapshot.h"
 #include "nvml/probe.h"
 #include "proc/proc_reader.h"
 
-namespace gw::watch {
+namespace gw::collect {
 
 // Per-PID facts, refreshed cheaply. Not thread-safe.
 //
@@ -86,16 +88,25 @@ class ProcessCache {
 // NVML stays loaded and initialised between looks (an nvml::ProbeSession):
 // at 1 Hz, loading the library and nvmlInit every look would cost more than
 // the look itself, and far more on a real driver without persistence mode.
-class WatchCollector {
+class CachedCollector {
  public:
-  WatchCollector(collect::CollectOptions options, int64_t full_every_ms);
+  // `clock` (null: the real one) must outlive the collector and be safe to
+  // read from the thread that calls Look.
+  CachedCollector(collect::CollectOptions options, int64_t full_every_ms,
+                  const Clock* clock = nullptr);
 
   // One look; `samples_since_us` as CollectOptions::process_samples_since_us.
-  Snapshot Look(uint64_t samples_since_us);
+  // A full one when `full_every_ms` has passed since the last (or there was
+  // none) and `full_allowed`: a caller that looks many times a second for
+  // the driver's view alone (the queue waiting for memory) never pays for
+  // the holder scan.
+  Snapshot Look(uint64_t samples_since_us, bool full_allowed = true);
 
   // Looks so far, and how many were full.
   uint64_t looks() const { return looks_; }
   uint64_t full_looks() const { return full_looks_; }
+  // The last look was a full one.
+  bool last_full() const { return last_full_; }
 
  private:
   struct Shared {
@@ -107,13 +118,15 @@ class WatchCollector {
   collect::CollectOptions options_;
   std::unique_ptr<nvml::ProbeSession> nvml_;  // options_.nvml_session points here.
   int64_t full_every_ms_;
+  const Clock& clock_;
   int64_t last_full_ms_ = -1;
+  bool last_full_ = false;
   std::map<pid_t, std::vector<std::string>> holders_;  // From the last full look.
   std::shared_ptr<Shared> shared_;
   uint64_t looks_ = 0;
   uint64_t full_looks_ = 0;
 };
 
-}  // namespace gw::watch
+}  // namespace gw::collect
 
-#endif  // GPUWARDEN_WATCH_WATCH_COLLECTOR_H_
+#endif  // GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_

@@ -1,4 +1,4 @@
-#include "watch/watch_collector.h"
+#include "collect/cached_collector.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "nvml/probe.h"
 
-namespace gw::watch {
+namespace gw::collect {
 namespace {
 
 pid_t StartSleeper() {
@@ -54,13 +54,13 @@ TEST(ProcessCache, ReadsAProcessOnceThenOnlyItsStat) {
   EXPECT_EQ(cache.open_files(), 0u);
 }
 
-TEST(WatchCollector, FullLooksNowAndThenLightLooksBetween) {
+TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {
   setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
   collect::CollectOptions options;
   options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
   options.simulated = true;
   options.deadline_ms = 20'000;  // Slow under sanitizers; nothing here blocks.
-  WatchCollector collector(options, /*full_every_ms=*/3'600'000);
+  CachedCollector collector(options, /*full_every_ms=*/3'600'000);
   Snapshot full = collector.Look(0);
   EXPECT_EQ(collector.full_looks(), 1u);
   Snapshot light = collector.Look(0);
@@ -76,10 +76,39 @@ TEST(WatchCollector, FullLooksNowAndThenLightLooksBetween) {
   EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
 }
 
+// A caller that looks often for the driver's view alone never pays for a
+// full look; the next look that may be full is, once it is due (a fake
+// clock: a minute passes at once).
+TEST(CachedCollector, NoFullLookWhereItIsNotAllowedAndOneOnceDue) {
+  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
+  collect::CollectOptions options;
+  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.simulated = true;
+  options.deadline_ms = 20'000;
+  FakeClock clock(1'767'000'000'000);
+  CachedCollector collector(options, /*full_every_ms=*/60'000, &clock);
+  collector.Look(0, /*full_allowed=*/false);
+  EXPECT_FALSE(collector.last_full());
+  EXPECT_EQ(collector.full_looks(), 0u);
+  collector.Look(0);
+  EXPECT_TRUE(collector.last_full());  // The first allowed look is full.
+  clock.AdvanceMs(30'000);
+  collector.Look(0);
+  EXPECT_FALSE(collector.last_full());  // Not due yet.
+  clock.AdvanceMs(30'000);
+  collector.Look(0, /*full_allowed=*/false);
+  EXPECT_FALSE(collector.last_full());  // Due, but not allowed.
+  collector.Look(0);
+  EXPECT_TRUE(collector.last_full());
+  EXPECT_EQ(collector.looks(), 5u);
+  EXPECT_EQ(collector.full_looks(), 2u);
+  EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
+}
+
 // NVML is initialised once for all the looks: the simulated driver's
 // initialisation blocks (init-hang: 60 s, scaled to 3 s), nested ones do not,
 // so only the first look may wait for it.
-TEST(WatchCollector, InitialisesNvmlOnceForAllItsLooks) {
+TEST(CachedCollector, InitialisesNvmlOnceForAllItsLooks) {
   setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/init-hang.json", 1);
   setenv("GPUWARDEN_SIM_BLOCK_SCALE", "0.05", 1);
   collect::CollectOptions options;
@@ -87,7 +116,7 @@ TEST(WatchCollector, InitialisesNvmlOnceForAllItsLooks) {
   options.simulated = true;
   options.deadline_ms = 20'000;
   {
-    WatchCollector collector(options, /*full_every_ms=*/3'600'000);
+    CachedCollector collector(options, /*full_every_ms=*/3'600'000);
     auto timed_look = [&collector] {
       const int64_t start = RealClock().MonotonicMs();
       Snapshot s = collector.Look(0);
@@ -104,4 +133,4 @@ TEST(WatchCollector, InitialisesNvmlOnceForAllItsLooks) {
 }
 
 }  // namespace
-}  // namespace gw::watch
+}  // namespace gw::collect

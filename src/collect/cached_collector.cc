@@ -1,4 +1,4 @@
-#include "watch/watch_collector.h"
+#include "collect/cached_collector.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "proc/proc_parse.h"
 
-namespace gw::watch {
+namespace gw::collect {
 
 ProcessCache::ProcessCache(std::string proc_root)
     : root_(std::move(proc_root)),
@@ -135,22 +135,32 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(const std::set<pid_t>& pids,
   return out;
 }
 
-WatchCollector::WatchCollector(collect::CollectOptions options, int64_t full_every_ms)
+namespace {
+const Clock& TheRealClock() {
+  static const RealClock clock;
+  return clock;
+}
+}  // namespace
+
+CachedCollector::CachedCollector(collect::CollectOptions options, int64_t full_every_ms,
+                                 const Clock* clock)
     : options_(std::move(options)),
       nvml_(std::make_unique<nvml::ProbeSession>(collect::NvmlProbeOptions(options_))),
       full_every_ms_(full_every_ms),
+      clock_(clock != nullptr ? *clock : TheRealClock()),
       shared_(std::make_shared<Shared>(options_.proc_root)) {
   options_.nvml_session = nvml_.get();
 }
 
-Snapshot WatchCollector::Look(uint64_t samples_since_us) {
-  RealClock clock;
+Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
+  const Clock& clock = clock_;
   const int64_t now = clock.MonotonicMs();
   collect::CollectOptions options = options_;
   options.process_samples_since_us = samples_since_us;
   ++looks_;
-  const bool full =
-      !options_.scan_processes ? false : last_full_ms_ < 0 || now - last_full_ms_ >= full_every_ms_;
+  const bool full = options_.scan_processes && full_allowed &&
+                    (last_full_ms_ < 0 || now - last_full_ms_ >= full_every_ms_);
+  last_full_ = full;
   if (full || !options_.scan_processes) {
     Snapshot snapshot = collect::Collect(options, clock);
     if (!full) return snapshot;
@@ -200,4 +210,4 @@ Snapshot WatchCollector::Look(uint64_t samples_since_us) {
   return snapshot;
 }
 
-}  // namespace gw::watch
+}  // namespace gw::collect
