@@ -106,7 +106,7 @@ int Main(int argc, char** argv) {
       ->expected(0, 1);
   app.add_flag(
       "--no-queue", [&o](int64_t) { o.queue = false; },
-      "Only look at the GPUs and serve --listen: no queue, no socket, no state");
+      "Only look at the GPUs and serve --listen (and the history on the socket): no queue");
   app.add_option("--kernel-log", o.kernel_log,
                  "Read Xids from this file instead of the system's kernel log")
       ->type_name("FILE");

@@ -25,7 +25,7 @@ inline constexpr std::array<double, 10> kWaitBucketsS = {1,    10,    60,    300
 
 // How long started jobs waited, since the daemon started.
 struct WaitHistogram {
-  std::array<uint64_t, kWaitBucketsS.size()> buckets{};  // Not cumulative: [le_{i-1}, le_i).
+  std::array<uint64_t, kWaitBucketsS.size()> buckets{};  // Not cumulative: (le_{i-1}, le_i].
   uint64_t count = 0;
   double sum_s = 0;
   void Add(double seconds);

@@ -1,5 +1,7 @@
 #include "fleet/metrics.h"
 
+#include <algorithm>
+
 #include <array>
 #include <map>
 #include <set>
@@ -99,12 +101,25 @@ void Processes(PromText& out, const Snapshot& s, const std::vector<Labels>& gpu_
       if (!p.used_memory_bytes) continue;  // Unknown memory is in no total.
       auto h = s.processes.find(p.pid);
       const HostProcess* host = h == s.processes.end() ? nullptr : &h->second;
-      if (*p.used_memory_bytes >= o.process_min_bytes && own.size() < o.max_process_series) {
+      if (*p.used_memory_bytes >= o.process_min_bytes) {
         own.push_back({i, &p, host});
       } else {
         other[{i, user_of(host)}] += *p.used_memory_bytes;
       }
     }
+  }
+  // Past the series cap the largest holders keep their own series, wherever
+  // they are; the rest join their user's "other".
+  if (own.size() > o.max_process_series) {
+    std::stable_sort(own.begin(), own.end(), [](const Own& a, const Own& b) {
+      return *a.p->used_memory_bytes > *b.p->used_memory_bytes;
+    });
+    for (size_t k = o.max_process_series; k < own.size(); ++k) {
+      other[{own[k].gpu, user_of(own[k].host)}] += *own[k].p->used_memory_bytes;
+    }
+    own.resize(o.max_process_series);
+    std::stable_sort(own.begin(), own.end(),
+                     [](const Own& a, const Own& b) { return a.gpu < b.gpu; });
   }
   auto labels = [&](const Own& x) {
     Labels l = gpu_labels[x.gpu];

@@ -195,6 +195,29 @@ TEST(Metrics, TheNumberOfProcessSeriesIsBounded) {
   EXPECT_EQ(total, 100.0 * 256 * kMiB);
 }
 
+// Past the cap, the largest holders keep their series wherever they are: a
+// 40 GiB job on the last GPU is not folded into "other" behind small ones.
+TEST(Metrics, TheLargestProcessesKeepTheirSeriesPastTheCap) {
+  Snapshot s = diagnose::fixtures::HealthyServer(2);
+  for (pid_t p = 1000; p < 1020; ++p) {
+    AddProcess(s, Proc{.pid = p, .gpu = 0, .bytes = 256 * kMiB, .user = "carol"});
+  }
+  AddProcess(s, Proc{.pid = 2000, .gpu = 1, .bytes = 40 * diagnose::kGiB, .user = "dave"});
+  MetricsOptions o;
+  o.max_process_series = 5;
+  const std::vector<Line> mem =
+      Named(Parse(RenderMetrics(ViewOf(s), o)), "gpuwarden_process_memory_bytes");
+  std::set<std::string> own;
+  double carol_other = 0;
+  for (const Line& l : mem) {
+    if (l.labels.at("pid") != "other") own.insert(l.labels.at("pid"));
+    if (l.labels.at("pid") == "other" && l.labels.at("user") == "carol") carol_other += l.value;
+  }
+  EXPECT_EQ(own.size(), 5u);
+  EXPECT_TRUE(own.count("2000"));
+  EXPECT_EQ(carol_other, 16.0 * 256 * kMiB);  // 20 of hers, 4 with series of their own.
+}
+
 TEST(Metrics, HostileProcessNamesStayText) {
   Snapshot s = diagnose::fixtures::HealthyServer(1);
   AddProcess(s, Proc{.pid = 301,

@@ -59,7 +59,8 @@ struct DaemonOptions {
   int64_t holder_scan_every_ms = 60'000;
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
   // Run the queue (socket, store, jobs). Off: a node that only shows its
-  // GPUs (--no-queue): no socket, no state directory, no lock.
+  // GPUs (--no-queue): no store and no jobs; the socket (history, usage,
+  // trends), the state directory, its lock and history.db stay.
   bool queue = true;
   // Serve /metrics here (docs/metrics.md); unset: no HTTP listener.
   std::optional<fleet::ListenAddress> listen;

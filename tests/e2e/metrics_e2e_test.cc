@@ -8,10 +8,14 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -39,6 +43,10 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 std::string Prometheus() { return "/usr/bin/prometheus"; }
 std::string Promtool() { return "/usr/bin/promtool"; }
 std::string RulesPath() { return std::string(GW_SOURCE_DIR) + "/packaging/prometheus"; }
+std::string DashboardPath() {
+  return std::string(GW_SOURCE_DIR) + "/packaging/grafana/gpuwarden.json";
+}
+std::string MetricsDocPath() { return std::string(GW_SOURCE_DIR) + "/docs/metrics.md"; }
 
 // A registered process of the simulator: a real `sleep` that the simulated
 // driver lists on one GPU with `mib` of memory.
@@ -147,13 +155,22 @@ class Fleet : public ::testing::Environment {
 
   // The result vector of an instant query, nullopt when Prometheus did not answer.
   std::optional<json> Query(const std::string& promql) const {
+    std::optional<json> body = QueryBody(promql);
+    if (!body || body->value("status", "") != "success") return std::nullopt;
+    return (*body)["data"]["result"];
+  }
+
+  // Prometheus's whole answer to an instant query ("status", "data" or
+  // "errorType" and "error"), whatever its HTTP status; nullopt when it did
+  // not answer in JSON.
+  std::optional<json> QueryBody(const std::string& promql) const {
     httplib::Client c("127.0.0.1", prometheus_port_);
     c.set_read_timeout(10, 0);
     auto r = c.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
-    if (!r || r->status != 200) return std::nullopt;
+    if (!r) return std::nullopt;
     json body = json::parse(r->body, nullptr, false);
-    if (body.is_discarded() || body.value("status", "") != "success") return std::nullopt;
-    return body["data"]["result"];
+    if (body.is_discarded() || !body.is_object()) return std::nullopt;
+    return body;
   }
 
   // Polls `promql` until `ok` holds for its result (Prometheus scrapes every
@@ -419,6 +436,340 @@ TEST_F(MetricsE2e, HistoryAndUsageFromTheDaemon) {
   const RunResult queue = RunProcess(Gpuwarden({"--socket", fleet->socket(), "queue"}));
   EXPECT_EQ(queue.exit_code, 16);
   EXPECT_NE(queue.err.find("--no-queue"), std::string::npos) << queue.err;
+}
+
+// The shipped Grafana dashboard (packaging/grafana/gpuwarden.json): every
+// panel query, with Grafana's variables filled in, runs on the real
+// Prometheus that scrapes the daemon.
+struct PanelQuery {
+  std::string panel;
+  std::string ref;
+  std::string expr;
+};
+
+json Dashboard() {
+  std::ifstream in(DashboardPath());
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// Every target with an expression, rows' nested panels included.
+void CollectQueries(const json& panels, std::vector<PanelQuery>& out) {
+  for (const json& p : panels) {
+    if (p.contains("panels")) CollectQueries(p["panels"], out);
+    for (const json& t : p.value("targets", json::array())) {
+      if (t.contains("expr")) {
+        out.push_back({p.value("title", ""), t.value("refId", ""), t["expr"].get<std::string>()});
+      }
+    }
+  }
+}
+
+// The panel titled `title`, rows' nested panels included; null when none is.
+const json* FindPanel(const json& panels, const std::string& title) {
+  for (const json& p : panels) {
+    if (p.value("title", "") == title) return &p;
+    if (p.contains("panels")) {
+      if (const json* inner = FindPanel(p["panels"], title)) return inner;
+    }
+  }
+  return nullptr;
+}
+
+// `text` as a PromQL regular expression matching it alone (the way Grafana
+// formats a variable for =~): metacharacters escaped, the backslash doubled
+// for the string literal.
+std::string RegexLiteral(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view(R"(\.+*?()|[]{}^$)").find(c) != std::string_view::npos) out += "\\\\";
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Grafana's variables replaced by what it would send for this scenario: the
+// host and all its GPUs selected, 20 processes, Grafana's intervals.
+std::string Substitute(std::string expr, const std::map<std::string, std::string>& values) {
+  // Longest names first, so that a name that begins another ($__interval,
+  // $__interval_ms) never eats the longer one.
+  std::vector<std::pair<std::string, std::string>> by_length(values.begin(), values.end());
+  std::sort(by_length.begin(), by_length.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [name, value] : by_length) {
+    for (const std::string& form : {"${" + name + "}", "$" + name}) {
+      for (size_t at; (at = expr.find(form)) != std::string::npos;)
+        expr.replace(at, form.size(), value);
+    }
+  }
+  return expr;
+}
+
+// The metric names a PromQL expression reads: identifiers outside strings,
+// label matchers, ranges, label lists and Grafana's variables, that are
+// neither keywords nor function calls.
+std::set<std::string> MetricNamesIn(std::string expr) {
+  static const std::regex kVariables(R"(\$\{?[a-zA-Z_][a-zA-Z0-9_]*\}?)");
+  static const std::regex kStrings(R"re("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')re");
+  static const std::regex kBraces(R"(\{[^}]*\}|\[[^\]]*\])");
+  static const std::regex kLabelLists(
+      R"(\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\))");
+  static const std::regex kIdentifier(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?)");
+  static const std::set<std::string> kKeywords = {
+      "and",        "or",          "unless", "by",     "without", "on", "ignoring",
+      "group_left", "group_right", "bool",   "offset", "inf",     "nan"};
+  expr = std::regex_replace(expr, kVariables, " ");
+  expr = std::regex_replace(expr, kStrings, " ");
+  expr = std::regex_replace(expr, kBraces, " ");
+  expr = std::regex_replace(expr, kLabelLists, " ");
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), kIdentifier);
+       it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (m[2].matched) continue;  // A function.
+    const size_t at = static_cast<size_t>(m.position(0));
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '.')) {
+      continue;  // Inside a number (1e3, 0.5).
+    }
+    if (!kKeywords.count(m[1].str())) out.insert(m[1].str());
+  }
+  return out;
+}
+
+// Sample names ("_bucket" and the like included) and family names of a scrape,
+// and every label name used.
+struct ScrapeNames {
+  std::set<std::string> samples;
+  std::set<std::string> families;
+  std::set<std::string> labels;
+};
+
+ScrapeNames NamesOf(const std::string& text) {
+  static const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) )");
+  static const std::regex kSample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? \S+$)");
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*")re");
+  ScrapeNames out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kType)) {
+      out.families.insert(m[1]);
+    } else if (std::regex_match(line, m, kSample)) {
+      out.samples.insert(m[1]);
+      const std::string labels = m[2];
+      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel);
+           it != std::sregex_iterator(); ++it) {
+        out.labels.insert((*it)[1]);
+      }
+    }
+  }
+  return out;
+}
+
+// A scrape with everything this scenario produces: the first full look
+// judged and the kernel log read.
+std::string FullScrape() {
+  std::string text;
+  Eventually(
+      [&] {
+        text = fleet->Scrape();
+        return text.find("\ngpuwarden_findings{") != std::string::npos &&
+               text.find("\nDCGM_EXP_XID_ERRORS_COUNT{") != std::string::npos;
+      },
+      30);
+  return text;
+}
+
+// Metrics that the dashboard reads but that this scenario cannot produce.
+const std::map<std::string, std::string>& NotInThisScenario() {
+  static const auto* kNot = new std::map<std::string, std::string>{
+      {"gpuwarden_queue_jobs", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_oldest_wait_seconds", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_starts_total", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_ended_total", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_wait_seconds_bucket", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_wait_seconds_sum", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_wait_seconds_count", "the daemon runs with --no-queue"},
+      {"gpuwarden_queue_degraded", "the daemon runs with --no-queue"},
+  };
+  return *kNot;
+}
+
+TEST_F(MetricsE2e, GrafanaDashboardQueriesRunOnPrometheus) {
+  const json dashboard = Dashboard();
+  ASSERT_FALSE(dashboard.is_discarded()) << DashboardPath() << " is not JSON";
+  // Importable: a Prometheus input, and a data source variable the panels use.
+  ASSERT_TRUE(dashboard.contains("__inputs"));
+  EXPECT_EQ(dashboard["__inputs"][0]["name"], "DS_PROMETHEUS");
+  EXPECT_EQ(dashboard["__inputs"][0]["pluginId"], "prometheus");
+  std::map<std::string, json> variables;
+  for (const json& v : dashboard["templating"]["list"]) variables[v["name"].get<std::string>()] = v;
+  ASSERT_TRUE(variables.count("datasource") && variables.count("Hostname") &&
+              variables.count("gpu"));
+  EXPECT_EQ(variables["datasource"]["type"], "datasource");
+  EXPECT_EQ(variables["datasource"]["current"]["value"], "${DS_PROMETHEUS}");
+
+  std::vector<PanelQuery> queries;
+  CollectQueries(dashboard["panels"], queries);
+  ASSERT_GE(queries.size(), 20u);
+
+  const json gpus = fleet->QueryUntil(
+      "gpuwarden_gpu_unreachable", [](const json& r) { return r.size() == fleet->uuids().size(); });
+  ASSERT_EQ(gpus.size(), fleet->uuids().size()) << gpus.dump();
+  const std::string hostname = gpus[0]["metric"].value("Hostname", "");
+  std::string all_gpus;
+  for (size_t i = 0; i < fleet->uuids().size(); ++i) all_gpus += (i ? "|" : "") + std::to_string(i);
+  const std::map<std::string, std::string> values = {{"Hostname", RegexLiteral(hostname)},
+                                                     {"gpu", "(" + all_gpus + ")"},
+                                                     {"top", "20"},
+                                                     {"__rate_interval", "1m"},
+                                                     {"__interval", "15s"},
+                                                     {"__range", "1h"}};
+
+  // The query variables: label_values(SELECTOR, LABEL) must list this host
+  // and its GPUs.
+  static const std::regex kLabelValues(R"(^label_values\((.*),\s*([a-zA-Z_]+)\)$)");
+  for (const auto& [name, v] : variables) {
+    if (v["type"] != "query") continue;
+    std::smatch m;
+    const std::string q = Substitute(v["query"].get<std::string>(), values);
+    ASSERT_TRUE(std::regex_match(q, m, kLabelValues)) << name << ": " << q;
+    const json r = fleet->QueryUntil(m[1], [](const json& x) { return !x.empty(); });
+    std::set<std::string> listed;
+    for (const json& sample : r) listed.insert(sample["metric"].value(m[2].str(), ""));
+    if (name == "Hostname") {
+      EXPECT_EQ(listed, std::set<std::string>{hostname}) << q;
+    } else if (name == "gpu") {
+      EXPECT_EQ(listed.size(), fleet->uuids().size()) << q;
+    }
+  }
+
+  // Panels that stay empty here, and why.
+  const std::map<std::string, std::string> empty_here = {{"Jobs by state", "--no-queue"},
+                                                         {"Longest wait now", "--no-queue"},
+                                                         {"Starts and ends", "--no-queue"},
+                                                         {"Wait before start", "--no-queue"},
+                                                         {"Queue storage", "--no-queue"}};
+  std::set<std::string> panels_seen;
+  for (const PanelQuery& q : queries) {
+    panels_seen.insert(q.panel);
+    const std::string expr = Substitute(q.expr, values);
+    SCOPED_TRACE(q.panel + " / " + q.ref + ": " + expr);
+    EXPECT_EQ(expr.find('$'), std::string::npos) << "a variable left unsubstituted";
+    EXPECT_FALSE(q.panel.empty());
+    // Every query is tried, so that one run names every broken panel.
+    const std::optional<json> body = fleet->QueryBody(expr);
+    if (!body.has_value()) {
+      ADD_FAILURE() << "Prometheus did not answer";
+      continue;
+    }
+    if (body->value("status", "") != "success") {
+      ADD_FAILURE() << "Prometheus refused the query: " << body->dump().substr(0, 1000);
+      continue;
+    }
+    if (empty_here.count(q.panel)) {
+      EXPECT_TRUE((*body)["data"]["result"].empty())
+          << "expected no data (" << empty_here.at(q.panel)
+          << "): " << body->dump().substr(0, 1000);
+      continue;
+    }
+    const json r = fleet->QueryUntil(expr, [](const json& x) { return !x.empty(); });
+    EXPECT_FALSE(r.empty()) << "no data";
+  }
+  for (const auto& [panel, why] : empty_here) EXPECT_TRUE(panels_seen.count(panel)) << panel;
+
+  // The state panels turn each one-hot family into a number that their value
+  // mappings name: through them, each GPU (and the server) reads the state or
+  // verdict that the family says.
+  const std::vector<std::array<std::string, 3>> coded = {
+      {"GPU state", "gpuwarden_gpu_state == 1", "state"},
+      {"GPU verdict", "gpuwarden_gpu_verdict == 1", "verdict"},
+      {"Server verdict", "gpuwarden_server_verdict == 1", "verdict"}};
+  for (const auto& [title, truth, label] : coded) {
+    const json* panel = FindPanel(dashboard["panels"], title);
+    ASSERT_NE(panel, nullptr) << title;
+    const json& names = (*panel)["fieldConfig"]["defaults"]["mappings"][0]["options"];
+    std::map<std::string, std::string> want, got;
+    for (const json& sample : fleet->Query(truth).value_or(json::array())) {
+      want[sample["metric"].value("gpu", "server")] = sample["metric"][label];
+    }
+    const std::string expr = Substitute((*panel)["targets"][0]["expr"], values);
+    for (const json& sample : fleet->Query(expr).value_or(json::array())) {
+      const std::string code = sample["value"][1];
+      got[sample["metric"].value("gpu", "server")] =
+          names.contains(code) ? names[code]["text"].get<std::string>() : "unmapped " + code;
+    }
+    EXPECT_FALSE(want.empty()) << truth;
+    EXPECT_EQ(got, want) << title << ": " << expr;
+  }
+}
+
+// The dashboard reads only metrics that gpuwardend emits: each one is in the
+// scrape, or listed above as one this scenario cannot produce (and then not
+// in the scrape); each is documented.
+TEST_F(MetricsE2e, GrafanaDashboardReadsOnlyEmittedMetrics) {
+  const json dashboard = Dashboard();
+  ASSERT_FALSE(dashboard.is_discarded());
+  std::vector<PanelQuery> queries;
+  CollectQueries(dashboard["panels"], queries);
+  for (const json& v : dashboard["templating"]["list"]) {
+    if (v["type"] == "query") {
+      queries.push_back({v["name"].get<std::string>(), "variable", v["query"].get<std::string>()});
+    }
+  }
+  const ScrapeNames scraped = NamesOf(FullScrape());
+  ASSERT_TRUE(scraped.samples.count("gpuwarden_gpu_state"));
+  const std::string doc = ReadFileOrEmpty(MetricsDocPath());
+  ASSERT_FALSE(doc.empty()) << MetricsDocPath();
+  std::set<std::string> used;
+  for (const PanelQuery& q : queries) {
+    std::string expr = q.expr;
+    // label_values(SELECTOR, LABEL): Grafana's, not PromQL; the selector is.
+    static const std::regex kLabelValues(R"(^label_values\((.*),\s*[a-zA-Z_]+\)$)");
+    std::smatch m;
+    if (std::regex_match(expr, m, kLabelValues)) expr = m[1];
+    const std::set<std::string> names = MetricNamesIn(expr);
+    EXPECT_FALSE(names.empty()) << q.panel << ": " << q.expr;
+    for (const std::string& name : names) {
+      used.insert(name);
+      EXPECT_TRUE(scraped.samples.count(name) || NotInThisScenario().count(name))
+          << q.panel << " reads " << name << ", which gpuwardend does not emit";
+    }
+  }
+  EXPECT_TRUE(used.count("DCGM_FI_DEV_GPU_UTIL"));
+  EXPECT_TRUE(used.count("gpuwarden_process_memory_bytes"));
+  for (const std::string& name : used) {
+    std::string family = name;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      const std::string sfx(suffix);
+      if (NotInThisScenario().count(name) && family.size() > sfx.size() &&
+          family.compare(family.size() - sfx.size(), sfx.size(), sfx) == 0) {
+        family.resize(family.size() - sfx.size());
+      }
+    }
+    EXPECT_NE(doc.find("`" + family + "`"), std::string::npos)
+        << name << " is not in docs/metrics.md";
+  }
+  for (const auto& [name, why] : NotInThisScenario()) {
+    EXPECT_FALSE(scraped.samples.count(name))
+        << name << " is in the scrape after all (" << why << ")";
+  }
+}
+
+// docs/metrics.md names every metric family and label of the scrape, so the
+// documentation cannot fall behind the renderer.
+TEST_F(MetricsE2e, EveryScrapedMetricAndLabelIsDocumented) {
+  const ScrapeNames scraped = NamesOf(FullScrape());
+  ASSERT_GE(scraped.families.size(), 30u);
+  const std::string doc = ReadFileOrEmpty(MetricsDocPath());
+  ASSERT_FALSE(doc.empty()) << MetricsDocPath();
+  for (const std::string& family : scraped.families) {
+    EXPECT_NE(doc.find("`" + family + "`"), std::string::npos)
+        << family << " is emitted but not documented in docs/metrics.md";
+  }
+  for (const std::string& label : scraped.labels) {
+    EXPECT_NE(doc.find("`" + label + "`"), std::string::npos)
+        << "label " << label << " is emitted but not documented in docs/metrics.md";
+  }
 }
 
 TEST_F(MetricsE2e, ShippedRulesPassPromtool) {
