@@ -43,11 +43,8 @@ trap cleanup EXIT
 envs=(LANG=C.UTF-8 TERM=screen GPUWARDEN_CONFIG="$work/config.toml"
       GPUWARDEN_SOCKET="$work/no-daemon.sock" GPUWARDEN_SIM_START="$(date +%s)")
 : > "$work/config.toml"
-for i in $(seq 0 255); do
-  sleep 100000 &
-  pids+=($!)
-  envs+=("GW_BENCH_PID_$i=$!")
-done
+. bench/gpu_processes.sh  # start_gpu_processes
+start_gpu_processes 256
 
 tools=("gpuwarden watch")
 declare -A cmd
