@@ -62,8 +62,7 @@ void Snapshotter::Loop() {
       sampled = full_;
       full_ = false;
     }
-    Look look{collector_.Look(0, /*full_allowed=*/sampled), sampled, false, std::nullopt};
-    look.holders_scanned = collector_.last_full();
+    Look look{collector_.Look(0, /*full_allowed=*/sampled), sampled, std::nullopt};
     const int64_t now = clock_.MonotonicMs();
     if (look.full && kernel_log_.read &&
         (!kernel_log_read_ms_ || now - *kernel_log_read_ms_ >= kernel_log_.every_ms)) {

@@ -38,8 +38,7 @@ class Snapshotter {
  public:
   struct Look {
     Snapshot snapshot;
-    bool full = false;             // A sampled look (Request(true)).
-    bool holders_scanned = false;  // This one scanned every process's open files.
+    bool full = false;  // A sampled look (Request(true)).
     // Read with a full look every KernelLogReading::every_ms (else unset).
     std::optional<Result<collect::KernelLog>> kernel_log;
   };
