@@ -203,19 +203,16 @@ Result<diagnose::Trends> TrendsFromJson(const json& j) {
   if (queue != j.end() && !queue->is_null()) {
     if (!queue->is_object()) return MakeError("malformed", "trends: queue");
     diagnose::QueueTrend q;
-    Result<double> now = NumFrom(*queue, "waiting_now");
-    Result<double> then = NumFrom(*queue, "waiting_then");
-    Result<int64_t> then_s = IntFrom(*queue, "then_unix_s");
-    Result<double> peak = NumFrom(*queue, "peak");
-    for (const Error* e :
-         {now.ok() ? nullptr : &now.error(), then.ok() ? nullptr : &then.error(),
-          then_s.ok() ? nullptr : &then_s.error(), peak.ok() ? nullptr : &peak.error()}) {
-      if (e != nullptr) return *e;
+    for (auto [key, into] :
+         {std::pair{"waiting_now", &q.waiting_now}, std::pair{"waiting_then", &q.waiting_then},
+          std::pair{"peak", &q.peak}}) {
+      Result<double> v = NumFrom(*queue, key);
+      if (!v.ok()) return v.error();
+      *into = *v;
     }
-    q.waiting_now = *now;
-    q.waiting_then = *then;
+    Result<int64_t> then_s = IntFrom(*queue, "then_unix_s");
+    if (!then_s.ok()) return then_s.error();
     q.then_unix_s = *then_s;
-    q.peak = *peak;
     t.queue = q;
   }
   return t;

@@ -26,7 +26,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +34,7 @@
 #include "e2e/queue_e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/user_process.h"
+#include "proc/proc_parse.h"
 
 namespace gw::test {
 namespace {
@@ -110,21 +110,9 @@ bool Waits(const json& job) { return StateOf(job) == "queued" && job.contains("w
 
 // CPU time (user + system) of a process, in clock ticks; -1 when gone.
 long CpuTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(text.substr(close + 2));
-  std::string field;
-  long utime = -1, stime = -1;
-  for (int i = 3; fields >> field; ++i) {  // Field 3 is the state.
-    if (i == 14) utime = std::stol(field);
-    if (i == 15) {
-      stime = std::stol(field);
-      break;
-    }
-  }
-  return utime < 0 || stime < 0 ? -1 : utime + stime;
+  const std::string text = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  Result<proc::StatFields> stat = proc::ParseStat(text);
+  return stat.ok() ? static_cast<long>(stat->utime_ticks + stat->stime_ticks) : -1;
 }
 
 // A wedged driver keeps a look in progress for seconds: the daemon waits for
