@@ -18,7 +18,8 @@
 // (with its minute closes and prunes).
 //
 // Measured, each --reps times, medians (and min / max):
-//   add        History::Add of one 1-s point on the SQLite store
+//   add        History::Add of one 1-s point on the SQLite store (its mean
+//              is the cost a second: the points are written ten at a time)
 //   load       SqliteHistoryStore::Open + History::Load (a daemon start)
 //   since_1h / since_7d / since_90d   History::Since (tier 0 / 1 / 2)
 //   reply_7d   the daemon's "history" op (queue::HistoryReply) + its dump
@@ -29,6 +30,14 @@
 // points as an OpenMetrics file (the series gpuwardend's /metrics page gives,
 // one sample a minute) for `promtool tsdb create-blocks-from openmetrics`,
 // so that Prometheus can answer the same question side by side.
+//
+//   history_bench --fill GPUS USERS HOURS [--db PATH]
+//
+// The disk use of docs/metrics.md ("History"): a history.db filled the way
+// the daemon fills it, History::Add with one 1-s point after the other for
+// HOURS of simulated time, GPUS GPUs and USERS users (names user01, ...),
+// every value varying; then, with the file closed, its size and the points
+// and mean bytes of a stored point per tier, and the mean time of an Add.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +57,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "diagnose/finding.h"
@@ -56,6 +66,7 @@
 #include "fleet/history_store.h"
 #include "lcg.h"
 #include "queue/history_ops.h"
+#include "queue/socket_server.h"
 
 namespace {
 
@@ -258,6 +269,99 @@ void WriteOpenMetrics(const std::string& path, const std::vector<HistoryPoint>& 
   if (std::fclose(f) != 0) Die(path + ": write failed");
 }
 
+// A second of a server of `gpus` GPUs and `users` users, every value varying:
+// user u holds memory on GPU u % gpus, and sits idle one hour in four.
+HistoryPoint FillPoint(int64_t t, unsigned gpus, unsigned users) {
+  HistoryPoint p;
+  p.time_s = t;
+  p.step_s = 1;
+  Lcg r(static_cast<uint64_t>(t) * 2654435761ull + 11);
+  std::vector<double> used(gpus, 0);
+  for (unsigned u = 0; u < users; ++u) {
+    const bool idle = (t / 3600 + u) % 4 == 0;
+    const double bytes = (2 + r.Next(30)) * kGiB + r.Next(1024) * 1048576.0;
+    used[u % gpus] += bytes;
+    p.users.push_back(
+        {fmt::format("user{:02}", u + 1), 1, idle ? 1.0 : 0.0, bytes, idle ? bytes : 0.0});
+  }
+  for (unsigned g = 0; g < gpus; ++g) {
+    GpuPoint gp;
+    gp.index = g;
+    gp.util_pct = r.Next(101);
+    gp.mem_used_bytes = used[g];
+    gp.mem_total_bytes = kTotalBytes;
+    gp.power_w = 60 + r.Next(600) + r.Next(100) / 10.0;
+    gp.temp_c = 30 + r.Next(50);
+    gp.state = static_cast<int>(r.Next(4));
+    p.gpus.push_back(gp);
+  }
+  p.queued = r.Next(10);
+  p.running = r.Next(10);
+  return p;
+}
+
+// Makes `db_path` name a database that does not exist yet: a new temporary
+// directory's history.db when empty (returned, for the caller to remove),
+// else the named file with its WAL and shared-memory files removed.
+std::string FreshDatabase(std::string& db_path) {
+  if (!db_path.empty()) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db_path + suffix).c_str());
+    return "";
+  }
+  char templ[] = "/tmp/history_bench.XXXXXX";
+  if (mkdtemp(templ) == nullptr) Die("mkdtemp failed");
+  db_path = std::string(templ) + "/history.db";
+  return templ;
+}
+
+int Fill(unsigned gpus, unsigned users, int64_t hours, std::string db_path) {
+  const std::string tmp_dir = FreshDatabase(db_path);
+  const int64_t start = 1'800'000'000 / 3600 * 3600;
+  double add_ms = 0;
+  {
+    auto store = fleet::SqliteHistoryStore::Open(db_path);
+    if (!store.ok()) Die(store.error().message);
+    fleet::History history(**store);
+    if (Status s = history.Load(start); !s.ok()) Die(s.error().message);
+    for (int64_t t = start; t < start + hours * 3600; ++t) {
+      const HistoryPoint p = FillPoint(t, gpus, users);
+      const auto t0 = std::chrono::steady_clock::now();
+      if (Status s = history.Add(p); !s.ok()) Die(s.error().message);
+      add_ms += Ms(std::chrono::steady_clock::now() - t0);
+    }
+  }
+  struct stat st {};
+  stat(db_path.c_str(), &st);
+  std::printf(
+      "fill: %u GPUs, %u users, %lld h through History::Add (mean %.4f ms a point); "
+      "history.db %lld bytes\n",
+      gpus, users, static_cast<long long>(hours), add_ms / static_cast<double>(hours * 3600),
+      static_cast<long long>(st.st_size));
+  sqlite3* db = nullptr;
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "SELECT tier, count(*), avg(length(data)) FROM points GROUP BY tier "
+                         "ORDER BY tier",
+                         -1, &q, nullptr) != SQLITE_OK) {
+    Die(db_path + ": " + sqlite3_errmsg(db));
+  }
+  int64_t points = 0;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    points += sqlite3_column_int64(q, 1);
+    std::printf("tier %d: %lld points, %.0f bytes a point\n", sqlite3_column_int(q, 0),
+                static_cast<long long>(sqlite3_column_int64(q, 1)), sqlite3_column_double(q, 2));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  if (points > 0) {
+    std::printf("file: %.0f bytes a point on disk\n",
+                static_cast<double>(st.st_size) / static_cast<double>(points));
+  }
+  if (!tmp_dir.empty()) std::filesystem::remove_all(tmp_dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,6 +369,9 @@ int main(int argc, char** argv) {
   std::string db_path;
   std::string openmetrics;
   int64_t end = static_cast<int64_t>(std::time(nullptr));
+  unsigned fill_gpus = 0;
+  unsigned fill_users = 0;
+  int64_t fill_hours = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -279,19 +386,17 @@ int main(int argc, char** argv) {
       end = std::atoll(value().c_str());
     } else if (a == "--openmetrics") {
       openmetrics = value();
+    } else if (a == "--fill") {
+      fill_gpus = static_cast<unsigned>(std::max(1, std::atoi(value().c_str())));
+      fill_users = static_cast<unsigned>(std::max(0, std::atoi(value().c_str())));
+      fill_hours = std::max<int64_t>(1, std::atoll(value().c_str()));
     } else {
-      Die("usage: history_bench [--reps N] [--db PATH] [--end UNIX_S] [--openmetrics FILE]");
+      Die("usage: history_bench [--reps N] [--db PATH] [--end UNIX_S] [--openmetrics FILE]\n"
+          "       history_bench --fill GPUS USERS HOURS [--db PATH]");
     }
   }
-  std::string tmp_dir;
-  if (db_path.empty()) {
-    char templ[] = "/tmp/history_bench.XXXXXX";
-    if (mkdtemp(templ) == nullptr) Die("mkdtemp failed");
-    tmp_dir = templ;
-    db_path = tmp_dir + "/history.db";
-  } else {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db_path + suffix).c_str());
-  }
+  if (fill_hours > 0) return Fill(fill_gpus, fill_users, fill_hours, db_path);
+  const std::string tmp_dir = FreshDatabase(db_path);
 
   // Fill up to fill_end as the tiers would hold it then.
   const int64_t fill_end = end - kAddedAtEnd;
@@ -353,8 +458,11 @@ int main(int argc, char** argv) {
       "points in %.0f ms; then %lld 1-s points through History::Add; ends at %lld\n",
       db_path.c_str(), static_cast<double>(st.st_size) / 1e6, written[0], written[1], written[2],
       fill_ms, static_cast<long long>(kAddedAtEnd), static_cast<long long>(end));
-  std::printf("one 1-s point: %zu bytes of JSON; 8 GPUs, %zu users in it\n",
-              fleet::PointToJson(SecondPoint(end)).dump().size(), SecondPoint(end).users.size());
+  std::string stored;
+  fleet::AppendPointBinary(stored, SecondPoint(end));
+  std::printf("one 1-s point: %zu bytes stored (%zu bytes of JSON); 8 GPUs, %zu users in it\n",
+              stored.size(), fleet::PointToJson(SecondPoint(end)).dump().size(),
+              SecondPoint(end).users.size());
 
   const Stats adds = Of(add_ms);
   Report("add", add_ms, fmt::format("mean {:.3f} ms a second (minute closes included)", adds.mean));
@@ -388,8 +496,11 @@ int main(int argc, char** argv) {
   }
   size_t bytes = 0;
   const nlohmann::json week_request = {{"op", "history"}, {"since_s", 7 * 86400}};
-  std::vector<double> ms =
-      Time(reps, [&] { bytes = queue::HistoryReply(history, end, week_request).dump().size(); });
+  std::vector<double> ms = Time(reps, [&] {
+    std::string text;
+    queue::AppendReplyText(text, queue::HistoryReply(history, end, week_request));
+    bytes = text.size();
+  });
   Report("reply_7d", ms,
          fmt::format("(the \"history\" op and its dump: {:.1f} MB)",
                      static_cast<double>(bytes) / 1e6));

@@ -49,11 +49,10 @@ std::string SupervisorPath() {
 }
 
 int Main(int argc, char** argv) {
-  // A scheduling pass over a large queue allocates and frees tens of MB:
-  // keep that memory instead of returning it to the kernel after each pass
-  // (bench/queue_policy_bench.cc: ~20 % of a 100k-job pass was page faults).
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // One malloc arena for every thread: the daemon's threads (the loop, the
+  // looks, the HTTP listener's) allocate little and seldom at once, and an
+  // arena of its own per thread kept ~1 MiB each resident (issue 15: 16 MiB).
+  mallopt(M_ARENA_MAX, 1);
   const bool system_mode = geteuid() == 0;
   gw::queue::DaemonOptions o;
   o.system_mode = system_mode;
@@ -159,6 +158,17 @@ int Main(int argc, char** argv) {
   if (!o.queue && !o.listen) {
     std::fprintf(stderr, "gpuwardend: --no-queue needs --listen (nothing would be served)\n");
     return gw::cli::kExitUsage;
+  }
+  if (o.queue) {
+    // A scheduling pass over a large queue allocates and frees tens of MB:
+    // keep that memory instead of returning it to the kernel after each pass
+    // (bench/queue_policy_bench.cc: ~20 % of a 100k-job pass was page
+    // faults). What a history query or a large reply frees is given back
+    // once it is sent (queue/socket_server.h, ReturnFreedMemory). Without
+    // the queue there is no such pass: glibc's own thresholds give back what
+    // the scrapes of /metrics free.
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
   }
   // The kernel log: a named file always; the system's own as root on a real
   // server (a simulated one has none; a plain user may not read it).

@@ -3,11 +3,13 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/text.h"
 #include "fleet/trends.h"
 #include "queue/protocol.h"
+#include "queue/socket_server.h"
 
 namespace gw::queue {
 namespace {
@@ -35,34 +37,68 @@ json TrendsReply(fleet::History& history, int64_t now, const json& req) {
     }
     lookback = static_cast<int64_t>(it->get<double>());
   }
-  Result<std::vector<fleet::HistoryPoint>> trail = history.Trail(now - lookback, now);
-  if (!trail.ok()) return ErrorReply("store", trail.error().message);
   json r = OkReply();
-  r["trends"] = fleet::TrendsToJson(fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{}));
+  {
+    // A day of minutes and an hour of seconds (up to 7 days: ~14,000 points,
+    // ~20 MB) for the time of the call.
+    Result<std::vector<fleet::HistoryPoint>> trail = history.Trail(now - lookback, now);
+    if (!trail.ok()) return ErrorReply("store", trail.error().message);
+    r["trends"] = fleet::TrendsToJson(fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{}));
+  }
+  ReturnFreedMemory();
   return r;
 }
 
 json HistoryReply(fleet::History& history, int64_t now, const json& req) {
   Result<int64_t> since = SinceOf(req);
   if (!since.ok()) return ErrorReply("bad_request", since.error().message);
-  Result<std::vector<fleet::HistoryPoint>> points = history.Since(now - *since, now);
-  if (!points.ok()) return ErrorReply("store", points.error().message);
-  json r = OkReply();
-  r["from_unix_s"] = now - *since;
-  r["to_unix_s"] = now;
-  json list = json::array();
-  for (const fleet::HistoryPoint& p : *points) list.push_back(fleet::PointToJson(p));
-  r["points"] = std::move(list);
-  return r;
+  // The reply's own members, to write the points into their list.
+  json head = OkReply();
+  head["from_unix_s"] = now - *since;
+  head["to_unix_s"] = now;
+  head["points"] = json::array();
+  const std::string frame = head.dump();
+  constexpr std::string_view kList = R"("points":[)";
+  const size_t at = frame.find(kList) + kList.size();  // Only numbers and true before it.
+  // The points as JSON text, written one by one as they are read, in pieces
+  // of about kPieceBytes: a week of minutes is 10,080 points, ~24 MB of text
+  // (~10 times that as a document), and no piece is ever copied or grown.
+  constexpr size_t kPieceBytes = 1 << 20;
+  std::vector<std::string> pieces;
+  std::string piece;
+  piece.reserve(kPieceBytes + 16384);
+  piece.append(frame, 0, at);
+  bool first = true;
+  Status s = history.ForEachSince(now - *since, now, [&](fleet::HistoryPoint&& p) {
+    if (piece.size() >= kPieceBytes) {
+      pieces.push_back(std::move(piece));
+      piece = std::string();
+      piece.reserve(kPieceBytes + 16384);
+    }
+    if (!first) piece += ',';
+    first = false;
+    fleet::AppendPointJson(piece, p);
+    return Status::Ok();
+  });
+  if (!s.ok()) return ErrorReply("store", s.error().message);
+  piece.append(frame, at);
+  pieces.push_back(std::move(piece));
+  return RawReply(std::move(pieces));
 }
 
 json UsageReply(fleet::History& history, JobTable* table, int64_t now, const json& req) {
   Result<int64_t> since = SinceOf(req);
   if (!since.ok()) return ErrorReply("bad_request", since.error().message);
   const int64_t from = now - *since;
-  Result<std::vector<fleet::HistoryPoint>> points = history.Since(from, now);
-  if (!points.ok()) return ErrorReply("store", points.error().message);
-  const std::map<std::string, fleet::UserUsage> usage = fleet::UsageOf(*points);
+  // Summed as the points are read: no point is kept.
+  std::map<std::string, fleet::UserUsage> usage;
+  double covered = 0;
+  Status s = history.ForEachSince(from, now, [&](fleet::HistoryPoint&& p) {
+    fleet::AddUsage(usage, p);
+    covered += p.step_s;
+    return Status::Ok();
+  });
+  if (!s.ok()) return ErrorReply("store", s.error().message);
   std::map<std::string, uint64_t> jobs;
   if (table != nullptr) {
     JobFilter f;
@@ -73,8 +109,6 @@ json UsageReply(fleet::History& history, JobTable* table, int64_t now, const jso
       if (j.start_unix_ms && *j.start_unix_ms / 1000 >= from) ++jobs[j.owner.user];
     }
   }
-  double covered = 0;
-  for (const fleet::HistoryPoint& p : *points) covered += p.step_s;
   std::set<std::string> names;
   for (const auto& [u, x] : usage) names.insert(u);
   for (const auto& [u, n] : jobs) names.insert(u);

@@ -15,6 +15,8 @@
 namespace gw::queue {
 
 // {"op": "history", "since_s": N} -> {"ok", "from_unix_s", "to_unix_s", "points": [...]}.
+// The reply is JSON text written point by point, in pieces (RawReply,
+// socket_server.h); AppendReplyText gives it whole.
 nlohmann::json HistoryReply(fleet::History& history, int64_t now_unix_s,
                             const nlohmann::json& request);
 
@@ -28,7 +30,8 @@ nlohmann::json UsageReply(fleet::History& history, JobTable* table, int64_t now_
 // docs/protocol.md): how long each GPU has sat held and idle or full, and the
 // queue over the last hour, from the points of the last lookback_s seconds
 // (default a day, at most 7 days: the minute tier), judged with the default
-// marks of the diagnosis.
+// marks of the diagnosis. The memory the points took is returned to the
+// kernel after (ReturnFreedMemory).
 nlohmann::json TrendsReply(fleet::History& history, int64_t now_unix_s,
                            const nlohmann::json& request);
 

@@ -1,5 +1,6 @@
 #include "queue/socket_server.h"
 
+#include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +20,45 @@
 namespace gw::queue {
 
 using nlohmann::json;
+
+namespace {
+
+// The member that marks a RawReply: no op's reply has a key like it.
+constexpr const char* kRawReplyKey = "\x01gpuwarden raw reply";
+
+bool IsRawReply(const json& reply) {
+  if (!reply.is_object() || reply.size() != 1) return false;
+  auto it = reply.find(kRawReplyKey);
+  return it != reply.end() && it->is_array();
+}
+
+std::string Dump(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+json RawReply(std::vector<std::string> pieces) {
+  json list = json::array();
+  for (std::string& p : pieces) list.push_back(json(std::move(p)));
+  json r = json::object();
+  r[kRawReplyKey] = std::move(list);
+  return r;
+}
+
+void AppendReplyText(std::string& out, const json& reply) {
+  if (!IsRawReply(reply)) {
+    out += Dump(reply);
+    return;
+  }
+  for (const json& piece : reply[kRawReplyKey]) {
+    if (piece.is_string()) out += piece.get_ref<const std::string&>();
+  }
+}
+
+void ReturnFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 Result<std::unique_ptr<SocketServer>> SocketServer::Listen(const std::string& path,
                                                            bool system_mode, const Clock& clock,
@@ -120,10 +160,11 @@ void SocketServer::Accept() {
                 user_names_.NameOrUid(cred.uid, clock_.MonotonicMs())};
     if (!system_mode_ && cred.uid != geteuid() && cred.uid != 0) {
       // A personal daemon serves its own user only.
-      c.out = ErrorReply("forbidden", "this gpuwardend serves " + proc::UserNameOrUid(geteuid()) +
-                                          " only (a personal daemon)")
-                  .dump() +
-              "\n";
+      c.out.push_back(ErrorReply("forbidden", "this gpuwardend serves " +
+                                                  proc::UserNameOrUid(geteuid()) +
+                                                  " only (a personal daemon)")
+                          .dump() +
+                      "\n");
       c.closing = true;
     }
     const int raw = fd.get();
@@ -159,7 +200,7 @@ void SocketServer::ExpireClients() {
   for (auto& [fd, c] : clients_) {
     if (c.closing) continue;
     if (!c.out.empty() && now - c.out_since_ms > kStalledReaderTimeoutMs) {
-      c.out.clear();
+      ReleaseOut(c);
       c.closing = true;
     } else if (c.out.empty() && !c.in.empty() && now - c.in_since_ms > kPartialRequestTimeoutMs) {
       Send(c, ErrorReply("timeout", fmt::format("the request did not end (\\n) within {} s",
@@ -210,33 +251,65 @@ void SocketServer::HandleRequests(Client& c) {
   }
 }
 
-void SocketServer::Send(Client& c, const json& reply) {
-  std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() >= kMaxReplyBytes) {
-    text = ErrorReply("too_long",
-                      fmt::format("the reply would be {}, over the protocol's {}; ask for fewer "
-                                  "jobs (\"limit\")",
-                                  FormatBytes(text.size()), FormatBytes(kMaxReplyBytes)))
-               .dump();
+void SocketServer::Send(Client& c, json&& reply) {
+  std::vector<std::string> pieces;
+  size_t size = 0;
+  if (IsRawReply(reply)) {
+    for (json& piece : reply[kRawReplyKey]) {
+      if (!piece.is_string() || piece.get_ref<const std::string&>().empty()) continue;
+      pieces.push_back(std::move(piece.get_ref<std::string&>()));
+      size += pieces.back().size();
+    }
+  } else {
+    pieces.push_back(Dump(reply));
+    size = pieces.back().size();
   }
-  if (c.out.empty()) c.out_since_ms = clock_.MonotonicMs();
-  c.out += text;
-  c.out += '\n';
+  reply = nullptr;  // What is left of a large document, freed now.
+  if (size >= kMaxReplyBytes) {
+    pieces.assign(1, Dump(ErrorReply(
+                         "too_long",
+                         fmt::format("the reply would be {}, over the protocol's {}; ask for fewer "
+                                     "jobs (\"limit\")",
+                                     FormatBytes(size), FormatBytes(kMaxReplyBytes)))));
+  }
+  if (pieces.empty()) pieces.emplace_back();
+  pieces.back() += '\n';
+  if (c.out.empty()) {
+    c.out_since_ms = clock_.MonotonicMs();
+    c.out_sent = 0;
+  }
+  c.out_large = c.out_large || size >= kLargeReplyBytes;
+  for (std::string& p : pieces) c.out.push_back(std::move(p));
 }
 
 void SocketServer::FlushClient(Client& c) {
   while (!c.out.empty()) {
-    const ssize_t n = send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    const std::string& piece = c.out.front();
+    const ssize_t n =
+        send(c.fd.get(), piece.data() + c.out_sent, piece.size() - c.out_sent, MSG_NOSIGNAL);
     if (n > 0) {
-      c.out.erase(0, static_cast<size_t>(n));
+      c.out_sent += static_cast<size_t>(n);
       c.out_since_ms = clock_.MonotonicMs();
+      if (c.out_sent == piece.size()) {
+        c.out.pop_front();  // Sent: freed now, not when the whole reply is.
+        c.out_sent = 0;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    c.out.clear();
     c.closing = true;
-    return;
+    break;
+  }
+  ReleaseOut(c);
+}
+
+void SocketServer::ReleaseOut(Client& c) {
+  c.out.clear();
+  c.out_sent = 0;
+  if (c.out_large) {
+    c.out_large = false;
+    ReturnFreedMemory();
   }
 }
 
@@ -244,6 +317,7 @@ void SocketServer::DropClosedClients() {
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second.closing) FlushClient(it->second);
     if (it->second.closing) {
+      ReleaseOut(it->second);
       it = clients_.erase(it);
     } else {
       ++it;

@@ -10,6 +10,13 @@
 // The loop owns the poll: it asks for the descriptors to watch
 // (AppendPollFds) and hands back what poll reported, in the same order.
 // Not thread-safe.
+//
+// Large replies (a 7-day "history" is ~24 MB of JSON): a handler may give
+// its reply as text already written, in pieces (RawReply), rather than as a
+// document of thousands of items; the pieces are sent one after the other,
+// each freed once sent, and after a reply of kLargeReplyBytes or more the
+// freed memory is returned to the kernel (ReturnFreedMemory), so that the
+// daemon comes back to its size at rest.
 #ifndef GPUWARDEN_QUEUE_SOCKET_SERVER_H_
 #define GPUWARDEN_QUEUE_SOCKET_SERVER_H_
 
@@ -17,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,12 +42,29 @@
 
 namespace gw::queue {
 
+// A reply written as JSON text already, in pieces (of about a MiB each, for
+// a reply of many MiB): the server sends the pieces as the reply's line, one
+// after the other, and frees each once it is sent. Together the pieces must be
+// one JSON object in valid UTF-8, with no newline.
+nlohmann::json RawReply(std::vector<std::string> pieces);
+// `reply` as the server sends it (one line, without its newline), appended
+// to `out`: a RawReply's pieces, or the document dumped with invalid UTF-8
+// replaced. For tests and benchmarks.
+void AppendReplyText(std::string& out, const nlohmann::json& reply);
+// Gives the memory malloc holds free back to the kernel (malloc_trim): after
+// a large reply or query, since gpuwardend raises glibc's trim threshold
+// (gpuwardend_main.cc) and freed memory would otherwise stay resident.
+void ReturnFreedMemory();
+
 class SocketServer {
  public:
   static constexpr size_t kMaxClients = 1024;
   static constexpr size_t kMaxClientsPerUser = 64;  // Root is not counted against it.
   static constexpr int64_t kPartialRequestTimeoutMs = 10'000;
   static constexpr int64_t kStalledReaderTimeoutMs = 30'000;
+  // A reply at least this large frees its buffer once sent, and the freed
+  // memory goes back to the kernel.
+  static constexpr size_t kLargeReplyBytes = 1 << 20;
 
   using Handler = std::function<nlohmann::json(const Caller&, std::string_view line)>;
 
@@ -62,7 +87,9 @@ class SocketServer {
     os::UniqueFd fd;
     Caller caller;
     std::string in;
-    std::string out;
+    std::deque<std::string> out;  // The reply being sent, in pieces; empty: none.
+    size_t out_sent = 0;          // Bytes of out.front() sent already.
+    bool out_large = false;       // That reply is kLargeReplyBytes or more.
     bool closing = false;
     int64_t in_since_ms = 0;   // Monotonic: when `in` got its first unanswered byte.
     int64_t out_since_ms = 0;  // Monotonic: when the reply in `out` last made progress.
@@ -79,8 +106,11 @@ class SocketServer {
   void ExpireClients();
   void ReadClient(Client& c);
   void HandleRequests(Client& c);
-  void Send(Client& c, const nlohmann::json& reply);
+  void Send(Client& c, nlohmann::json&& reply);
   void FlushClient(Client& c);
+  // The reply sent (or given up): frees what is left of it, and returns the
+  // memory of a large one to the kernel.
+  void ReleaseOut(Client& c);
   void DropClosedClients();
 
   std::string path_;
