@@ -3,10 +3,11 @@
 // own code: the look (collect::Collect through a kept nvml::ProbeSession, as
 // the Snapshotter does), and what the daemon does with it (OnLook: the
 // diagnosis over the last 8 full looks, the 1-s history point, the snapshot
-// copies), and what one scrape of /metrics costs (RenderMetrics). Two parts
-// are not the daemon's: the stat files of the listed processes read alone,
-// opened each time or kept open, which is what a look would still read if
-// each process's lasting facts were kept between looks.
+// copies), and what one scrape of /metrics costs (RenderMetrics). Some parts
+// are not the daemon's path, for comparison: Collect's full and light looks
+// (what `gpuwarden status` does), the stat files of the listed processes read
+// alone (opened each time or kept open), and the cached look with every stat
+// read at every look.
 //
 //   fleet_look_bench SIM_LIBRARY SCENARIO [REPS]
 //
@@ -165,15 +166,31 @@ int main(int argc, char** argv) {
     options.scan_device_files = false;
     (void)collect::Collect(options, clock);
   });
-  // The daemon's sampled look between holder scans: NVML, then each listed
-  // process's stat through the cache (its lasting facts read once).
-  {
+  // The daemon's sampled look between holder scans: NVML, then the listed
+  // processes through the cache (their lasting facts read once), each one's
+  // stat at most every 10 s as gpuwardend reads them
+  // (DaemonOptions::process_stat_every_ms); and, for comparison, every
+  // process's stat at every look.
+  for (const int64_t stat_every_ms : {int64_t{10'000}, int64_t{0}}) {
     collect::CollectOptions cached_options = options;
     cached_options.nvml_session = nullptr;  // The collector keeps its own.
     cached_options.scan_device_files = true;
-    collect::CachedCollector cached(cached_options, /*full_every_ms=*/3'600'000, &clock);
+    collect::CachedCollector cached(cached_options, /*full_every_ms=*/3'600'000, &clock,
+                                    stat_every_ms);
     (void)cached.Look(0);  // The full one, which fills the cache.
-    Measure(part("cached look (the daemon's, between holder scans)"), reps,
+    Measure(part(stat_every_ms != 0 ? "cached look (the daemon's, between holder scans)"
+                                    : "  the same, every stat at every look"),
+            reps, [&] { (void)cached.Look(0); });
+  }
+  // The daemon's look with the holder scan (once a minute): the scan, then the
+  // processes through the same cache.
+  {
+    collect::CollectOptions cached_options = options;
+    cached_options.nvml_session = nullptr;
+    cached_options.scan_device_files = true;
+    collect::CachedCollector cached(cached_options, /*full_every_ms=*/0, &clock, 10'000);
+    (void)cached.Look(0);
+    Measure(part("cached look with the holder scan (once a minute)"), reps,
             [&] { (void)cached.Look(0); });
   }
 
@@ -200,10 +217,18 @@ int main(int argc, char** argv) {
     fleet::History history(**store);
     (void)history.Load(judged.back().time_unix_ms / 1000);
     Snapshot s = judged.back();
-    Measure(part("history point (PointOf + History::Add)"), reps, [&] {
-      s.time_unix_ms += 1000;
-      (void)history.Add(fleet::PointOf(s, *diagnosis, std::nullopt));
+    // The store takes the 1-s points ten at a time (fleet/history.h): each
+    // rep adds ten seconds' points, and the figure is a tenth of it.
+    constexpr int kBatch = 10;
+    Part& points = part("history point (PointOf + History::Add), one");
+    Measure(points, reps, [&] {
+      for (int i = 0; i < kBatch; ++i) {
+        s.time_unix_ms += 1000;
+        (void)history.Add(fleet::PointOf(s, *diagnosis, std::nullopt));
+      }
     });
+    for (double& v : points.cpu) v /= kBatch;
+    for (double& v : points.wall) v /= kBatch;
   }
   std::filesystem::remove_all(dir);
 

@@ -10,10 +10,25 @@
 #include "core/clock.h"
 #include "proc/proc_parse.h"
 
-namespace gw::collect {
+#include <fmt/format.h>
 
-ProcessCache::ProcessCache(std::string proc_root)
+namespace gw::collect {
+namespace {
+
+// The least time the /proc reads of a look get (at most half the deadline),
+// however long NVML took; as Collect's.
+constexpr int64_t kProcReadMinBudgetMs = 1000;
+
+void SortUnique(std::vector<pid_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+ProcessCache::ProcessCache(std::string proc_root, int64_t stat_every_ms)
     : root_(std::move(proc_root)),
+      stat_every_ms_(std::max<int64_t>(0, stat_every_ms)),
       reader_(root_),
       clock_ticks_(sysconf(_SC_CLK_TCK)),
       page_size_(sysconf(_SC_PAGESIZE)) {}
@@ -32,19 +47,15 @@ void ProcessCache::Drop(std::map<pid_t, Entry>::iterator it) {
   cache_.erase(it);
 }
 
-void ProcessCache::Seed(const std::map<pid_t, HostProcess>& processes) {
-  for (const auto& [pid, p] : processes) {
-    if (!p.start_ticks || !p.readable) continue;
-    Entry& e = cache_[pid];
-    if (e.process.start_ticks != p.start_ticks && e.stat_fd >= 0) {
-      close(e.stat_fd);  // Another process's file.
-      e.stat_fd = -1;
-      --open_files_;
-    }
-    e.process = p;
-    e.process.device_files.clear();
-    e.process.listed_by_driver = false;
+void ProcessCache::ScheduleStat(pid_t pid, Entry& entry, int64_t now_unix_ms, bool spread) {
+  if (stat_every_ms_ == 0) {
+    entry.stat_due_ms = 0;
+    return;
   }
+  // Knuth's multiplicative hash: neighbouring PIDs land far apart.
+  const uint64_t share = spread ? (static_cast<uint32_t>(pid) * 2654435761u) % 1024u : 1024u;
+  entry.stat_due_ms =
+      now_unix_ms + static_cast<int64_t>(static_cast<uint64_t>(stat_every_ms_) * share / 1024u);
 }
 
 std::optional<std::string> ProcessCache::ReadStat(pid_t pid, Entry* entry) {
@@ -73,13 +84,34 @@ std::optional<std::string> ProcessCache::ReadStat(pid_t pid, Entry* entry) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-std::map<pid_t, HostProcess> ProcessCache::Refresh(const std::set<pid_t>& pids,
-                                                   int64_t now_unix_ms) {
+std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int64_t now_unix_ms,
+                                                   std::vector<pid_t> listed) {
+  // Sorted vectors rather than sets: this runs at every look, over every GPU
+  // process.
+  SortUnique(pids);
+  SortUnique(listed);
+  auto has = [](const std::vector<pid_t>& v, pid_t pid) {
+    return std::binary_search(v.begin(), v.end(), pid);
+  };
   std::map<pid_t, HostProcess> out;
   for (pid_t pid : pids) {
     auto it = cache_.find(pid);
     Entry* entry = it == cache_.end() ? nullptr : &it->second;
+    if (entry != nullptr && entry->process.start_ticks && has(listed, pid) &&
+        now_unix_ms < entry->stat_due_ms && entry->stat_due_ms - now_unix_ms <= stat_every_ms_) {
+      // Vouched for by the driver and read recently enough: only its age
+      // moves on. (A due time further off than one interval: the clock went
+      // back; read it now.)
+      HostProcess& p = entry->process;
+      if (p.start_time_unix_ms) {
+        p.age_s =
+            static_cast<double>(std::max<int64_t>(0, now_unix_ms - *p.start_time_unix_ms)) / 1000.0;
+      }
+      out.emplace(pid, p);
+      continue;
+    }
     auto text = ReadStat(pid, entry);
+    ++stat_reads_;
     if (!text) {
       if (it != cache_.end()) Drop(it);
       continue;
@@ -89,6 +121,15 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(const std::set<pid_t>& pids,
     if (entry != nullptr && entry->process.start_ticks == stat->start_ticks) {
       HostProcess& p = entry->process;
       p.state = proc::StateFromChar(stat->state);
+      p.comm = stat->comm;  // A process may rename itself (prctl PR_SET_NAME).
+      if (!p.ppid || *p.ppid != stat->ppid) {
+        // Reparented (its parent ended): the new parent's name tells an
+        // orphan under init or a subreaper from a child of a service.
+        p.parent_comm.reset();
+        if (stat->ppid > 0) {
+          if (auto parent = reader_.ReadStat(stat->ppid); parent.ok()) p.parent_comm = parent->comm;
+        }
+      }
       p.ppid = stat->ppid;
       p.pgid = stat->pgrp;
       p.sid = stat->session;
@@ -106,7 +147,8 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(const std::set<pid_t>& pids,
       if (stat->rss_pages >= 0 && page_size_ > 0) {
         p.rss_bytes = static_cast<uint64_t>(stat->rss_pages) * static_cast<uint64_t>(page_size_);
       }
-      out[pid] = p;
+      ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/false);
+      out.emplace(pid, p);
       continue;
     }
     // New to the cache, or the PID names another process now.
@@ -121,10 +163,11 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(const std::set<pid_t>& pids,
       ReadStat(pid, entry);  // Keeps its stat file open for the next ticks.
     }
     entry->process = *full;
-    out[pid] = std::move(*full);
+    ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/true);
+    out.emplace(pid, std::move(*full));
   }
   for (auto it = cache_.begin(); it != cache_.end();) {
-    if (pids.count(it->first)) {
+    if (has(pids, it->first)) {
       ++it;
     } else {
       auto next = std::next(it);
@@ -143,12 +186,12 @@ const Clock& TheRealClock() {
 }  // namespace
 
 CachedCollector::CachedCollector(collect::CollectOptions options, int64_t full_every_ms,
-                                 const Clock* clock)
+                                 const Clock* clock, int64_t stat_every_ms)
     : options_(std::move(options)),
       nvml_(std::make_unique<nvml::ProbeSession>(collect::NvmlProbeOptions(options_))),
       full_every_ms_(full_every_ms),
       clock_(clock != nullptr ? *clock : TheRealClock()),
-      shared_(std::make_shared<Shared>(options_.proc_root)) {
+      shared_(std::make_shared<Shared>(options_.proc_root, stat_every_ms)) {
   options_.nvml_session = nvml_.get();
 }
 
@@ -161,52 +204,84 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
   const bool full = options_.scan_processes && full_allowed &&
                     (last_full_ms_ < 0 || now - last_full_ms_ >= full_every_ms_);
   last_full_ = full;
-  if (full || !options_.scan_processes) {
-    Snapshot snapshot = collect::Collect(options, clock);
-    if (!full) return snapshot;
-    ++full_looks_;
-    last_full_ms_ = now;
-    holders_.clear();
-    for (const auto& [pid, p] : snapshot.processes) {
-      if (!p.device_files.empty()) holders_[pid] = p.device_files;
-    }
-    // Only when no earlier refresh is still stuck in /proc.
-    std::unique_lock<std::mutex> lock(shared_->mu, std::try_to_lock);
-    if (lock.owns_lock()) shared_->cache.Seed(snapshot.processes);
-    return snapshot;
-  }
+  if (!options_.scan_processes) return collect::Collect(options, clock);
 
-  // A light look: NVML only, then the cached /proc facts under what is
-  // left of the deadline (a process stuck in the kernel can block a read).
+  // NVML, and the host's facts at a full look (else the last full look's).
+  // Then, under what is left of the deadline and on the worker (a process
+  // stuck in the kernel can block a read of /proc): at a full look the
+  // device-file holder scan; the processes the driver lists and the holders
+  // through the cache.
   options.scan_processes = false;
+  options.read_host = full || !host_.has_value();
   const int64_t start = clock.MonotonicMs();
   Snapshot snapshot = collect::Collect(options, clock);
-  snapshot.processes_scanned = true;
-  std::set<pid_t> pids;
-  for (const Gpu& gpu : snapshot.gpus) {
-    for (const GpuProcess& p : gpu.processes) pids.insert(p.pid);
+  if (options.read_host) {
+    host_ = snapshot.host;
+  } else {
+    snapshot.host = *host_;
   }
-  for (const auto& [pid, files] : holders_) pids.insert(pid);
-  const int64_t left = std::max<int64_t>(0, options.deadline_ms - (clock.MonotonicMs() - start));
-  const int64_t now_unix = snapshot.time_unix_ms;
-  auto host = collect::RunWithDeadline<std::map<pid_t, HostProcess>>(
-      [shared = shared_, pids, now_unix] {
+  snapshot.processes_scanned = true;
+  std::vector<pid_t> listed;
+  for (const Gpu& gpu : snapshot.gpus) {
+    for (const GpuProcess& p : gpu.processes) listed.push_back(p.pid);
+  }
+  // The reads get at least their own share of the deadline, however long
+  // NVML took: a timeout reported here is then /proc's, never NVML's.
+  const int64_t left = std::max(options.deadline_ms - (clock.MonotonicMs() - start),
+                                std::min<int64_t>(options.deadline_ms / 2, kProcReadMinBudgetMs));
+  struct Found {
+    std::optional<DeviceHolders> scan;
+    std::map<pid_t, HostProcess> processes;
+  };
+  std::vector<pid_t> pids = listed;
+  if (!full) {
+    for (const auto& [pid, files] : holders_) pids.push_back(pid);
+  }
+  const uint64_t refused_before = proc_worker_.refused();
+  std::optional<Found> found = proc_worker_.Run<Found>(
+      [shared = shared_, options, full, pids = std::move(pids), listed,
+       now_unix = snapshot.time_unix_ms, self = getpid()]() mutable {
+        Found out;
+        if (full) {
+          // Once NVML is loaded this process holds /dev/nvidiactl itself.
+          out.scan = ScanDeviceHolders(options, self);
+          for (const auto& [pid, files] : out.scan->holders) pids.push_back(pid);
+        }
         std::lock_guard<std::mutex> lock(shared->mu);
-        return shared->cache.Refresh(pids, now_unix);
+        out.processes = shared->cache.Refresh(std::move(pids), now_unix, std::move(listed));
+        return out;
       },
       left);
-  if (!host) {
+  if (!found) {
     snapshot.timed_out = true;
     snapshot.errors.push_back(ProbeError{
-        "proc", "timeout", "reading /proc for the GPU processes did not finish within the deadline",
+        "proc", "timeout",
+        proc_worker_.refused() != refused_before
+            ? "reading /proc for the GPU processes is still stuck since an earlier look (a "
+              "process in uninterruptible sleep?)"
+            : fmt::format(
+                  "{} did not finish within {:.1f} s (a process stuck in uninterruptible "
+                  "sleep?)",
+                  full ? "the device-file holder scan" : "reading /proc for the GPU processes",
+                  static_cast<double>(left) / 1000.0),
         std::nullopt, std::nullopt});
-    host.emplace();
+    found.emplace();
+  }
+  if (full) {
+    // Counted even when the scan did not finish: one stuck in /proc is not
+    // tried again at every look, only when the next full look is due.
+    ++full_looks_;
+    last_full_ms_ = now;
+    if (found->scan) {
+      holders_ = std::move(found->scan->holders);
+      for (ProbeError& e : found->scan->errors) snapshot.errors.push_back(std::move(e));
+    }
   }
   std::map<pid_t, std::vector<std::string>> holders;
   for (const auto& [pid, files] : holders_) {
-    if (host->count(pid)) holders[pid] = files;
+    if (found->processes.count(pid)) holders[pid] = files;
   }
-  collect::AttachHostProcesses(snapshot, *host, holders);
+  collect::AttachHostProcesses(snapshot, std::move(found->processes), holders);
   return snapshot;
 }
 

@@ -5,16 +5,16 @@
 // process's open files, and /proc for each holder) costs tens of
 // milliseconds of CPU on a busy host, nearly all of it in the holder scan
 // and in reading each process's status, command line and cgroup. At 1 Hz
-// that alone would break the 1 % CPU budget. So a full look runs every
-// `full_every_ms` (gpuwarden watch and gpuwardend: 60 s), and the looks
-// between are light: NVML
-// only, plus the processes the driver lists and the holders the last full
-// look found, read through a cache. A cached process costs one read of
-// /proc/PID/stat (state, CPU time, parent); its static facts (user, command
-// line, owner) are read again only when its start time changes, i.e. when
-// the PID names another process. What a light look cannot see: a new
-// device-file holder that the driver does not list shows up at the next
-// full look, at most `full_every_ms` later.
+// that alone would break the 1 % CPU budget. So the collector reads each
+// process's lasting facts (user, command line, owner) once, through a cache,
+// and again only when its start time changes (the PID names another
+// process); a cached process costs one read of /proc/PID/stat (state, CPU
+// time, parent), at most every `stat_every_ms` for one the driver lists.
+// The holder scan runs with a full look, every `full_every_ms` (gpuwarden
+// watch and gpuwardend: 60 s); the light looks between carry the holders it
+// found. What a light look cannot see: a new device-file holder that the
+// driver does not list shows up at the next full look, at most
+// `full_every_ms` later.
 #ifndef GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
 #define GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
 
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "collect/collector.h"
+#include "collect/deadline.h"
 #include "core/clock.h"
 #include "core/snapshot.h"
 #include "nvml/probe.h"
@@ -44,44 +45,59 @@ namespace gw::collect {
 // open, read and close with a path lookup. An open stat file stays tied to
 // the process it was opened for: once that process is gone, reads fail
 // (ESRCH) even if the PID is reused, and the file is opened anew.
+//
+// Even a kept stat file costs the kernel ~6 us to format, and a busy server
+// lists hundreds of GPU processes. So with `stat_every_ms` above 0, a process
+// the driver vouches for (`listed`: it exists, or the driver would not list
+// it) has its stat re-read only that often, spread over the interval by PID;
+// between reads its age moves on and its state, parent, CPU time and RSS are
+// those of the last read. A process not listed (a device-file holder only) is
+// read every time: the read is how the cache learns that it ended.
 class ProcessCache {
  public:
   static constexpr size_t kMaxOpenFiles = 512;
 
-  explicit ProcessCache(std::string proc_root);
+  explicit ProcessCache(std::string proc_root, int64_t stat_every_ms = 0);
   ~ProcessCache();
   ProcessCache(const ProcessCache&) = delete;
   ProcessCache& operator=(const ProcessCache&) = delete;
 
   // The processes among `pids` that exist now, at wall time now_unix_ms: a
   // cached process (same PID and start time) gets its state, parent, CPU
-  // time, age and RSS from /proc/PID/stat; another is read in full
-  // (proc::ProcReader::ReadProcess) and cached. Entries for PIDs not asked
-  // for are dropped.
-  std::map<pid_t, HostProcess> Refresh(const std::set<pid_t>& pids, int64_t now_unix_ms);
-
-  // Takes processes read elsewhere (a full look) into the cache.
-  void Seed(const std::map<pid_t, HostProcess>& processes);
+  // time, age and RSS from /proc/PID/stat (for one in `listed`, at most every
+  // stat_every_ms); another is read in full (proc::ProcReader::ReadProcess)
+  // and cached. Entries for PIDs not asked for are dropped.
+  std::map<pid_t, HostProcess> Refresh(std::vector<pid_t> pids, int64_t now_unix_ms,
+                                       std::vector<pid_t> listed = {});
 
   size_t full_reads() const { return full_reads_; }
+  size_t stat_reads() const { return stat_reads_; }
   size_t open_files() const { return open_files_; }
 
  private:
   struct Entry {
     HostProcess process;
     int stat_fd = -1;
+    // Wall time (ms) at which its stat is next due; 0: at the next refresh.
+    int64_t stat_due_ms = 0;
   };
+  // Sets the entry's next stat read, stat_every_ms after now, or sooner by a
+  // share of the interval that depends on its PID after a full read, so
+  // processes read together at a full look do not stay in step.
+  void ScheduleStat(pid_t pid, Entry& entry, int64_t now_unix_ms, bool spread);
   // The current content of PID's stat file, through its kept descriptor
   // when there is one.
   std::optional<std::string> ReadStat(pid_t pid, Entry* entry);
   void Drop(std::map<pid_t, Entry>::iterator it);
 
   std::string root_;
+  int64_t stat_every_ms_;
   proc::ProcReader reader_;
   long clock_ticks_;
   long page_size_;
   std::map<pid_t, Entry> cache_;
   size_t full_reads_ = 0;
+  size_t stat_reads_ = 0;
   size_t open_files_ = 0;
 };
 
@@ -91,9 +107,10 @@ class ProcessCache {
 class CachedCollector {
  public:
   // `clock` (null: the real one) must outlive the collector and be safe to
-  // read from the thread that calls Look.
+  // read from the thread that calls Look. `stat_every_ms`: as ProcessCache's
+  // (0: every driver-listed process's stat at every look).
   CachedCollector(collect::CollectOptions options, int64_t full_every_ms,
-                  const Clock* clock = nullptr);
+                  const Clock* clock = nullptr, int64_t stat_every_ms = 0);
 
   // One look; `samples_since_us` as CollectOptions::process_samples_since_us.
   // A full one when `full_every_ms` has passed since the last (or there was
@@ -112,7 +129,7 @@ class CachedCollector {
   struct Shared {
     std::mutex mu;
     ProcessCache cache;
-    explicit Shared(const std::string& root) : cache(root) {}
+    Shared(const std::string& root, int64_t stat_every_ms) : cache(root, stat_every_ms) {}
   };
 
   collect::CollectOptions options_;
@@ -122,7 +139,10 @@ class CachedCollector {
   int64_t last_full_ms_ = -1;
   bool last_full_ = false;
   std::map<pid_t, std::vector<std::string>> holders_;  // From the last full look.
+  std::optional<HostInfo> host_;                       // From the last full look.
   std::shared_ptr<Shared> shared_;
+  // The light looks' /proc reads, under the deadline, on one kept thread.
+  DeadlineWorker proc_worker_;
   uint64_t looks_ = 0;
   uint64_t full_looks_ = 0;
 };

@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <thread>
 
 #include "core/clock.h"
 #include "nvml/probe.h"
@@ -52,6 +58,102 @@ TEST(ProcessCache, ReadsAProcessOnceThenOnlyItsStat) {
   // PIDs no longer asked for are forgotten, their files closed.
   EXPECT_TRUE(cache.Refresh({}, now + 7000).empty());
   EXPECT_EQ(cache.open_files(), 0u);
+}
+
+// With stat_every_ms, a driver-listed process's stat is read again only when
+// due (its age still moves on); one not listed is read every time, which is
+// how its end is seen.
+TEST(ProcessCache, ReadsAListedProcessStatOnlyWhenDue) {
+  const pid_t listed = StartSleeper();
+  const pid_t holder = StartSleeper();
+  ASSERT_GT(listed, 0);
+  ASSERT_GT(holder, 0);
+  ProcessCache cache("/proc", /*stat_every_ms=*/10'000);
+  const int64_t now = RealClock().NowUnixMs();
+  auto first = cache.Refresh({listed, holder}, now, {listed});
+  ASSERT_EQ(first.size(), 2u);
+  const size_t stats = cache.stat_reads();
+  auto second = cache.Refresh({listed, holder}, now + 1, {listed});
+  ASSERT_EQ(second.size(), 2u);
+  // The holder's stat again; the listed one's not before its turn (at most
+  // 10 s after its full read, spread by PID).
+  EXPECT_LE(cache.stat_reads(), stats + 2);
+  EXPECT_GE(cache.stat_reads(), stats + 1);
+  ASSERT_TRUE(second[listed].age_s);
+
+  // Both end. The holder is gone at once; the listed one stays as the driver
+  // still lists it until its stat is due, and is gone then.
+  Reap(listed);
+  Reap(holder);
+  auto third = cache.Refresh({listed, holder}, now + 2, {listed});
+  EXPECT_EQ(third.count(holder), 0u);
+  auto later = cache.Refresh({listed, holder}, now + 10'001, {listed});
+  EXPECT_EQ(later.count(listed), 0u);
+  EXPECT_EQ(later.count(holder), 0u);
+  EXPECT_EQ(cache.open_files(), 0u);
+}
+
+TEST(ProcessCache, AgeMovesOnBetweenStatReadsAndAClockGoneBackRereads) {
+  const pid_t child = StartSleeper();
+  ASSERT_GT(child, 0);
+  ProcessCache cache("/proc", /*stat_every_ms=*/3'600'000);
+  const int64_t now = RealClock().NowUnixMs();
+  auto first = cache.Refresh({child}, now, {child});
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(first[child].age_s);
+  const size_t stats = cache.stat_reads();
+  auto second = cache.Refresh({child}, now + 5'000, {child});
+  EXPECT_EQ(cache.stat_reads(), stats);  // Not due within the hour.
+  ASSERT_TRUE(second[child].age_s);
+  EXPECT_NEAR(*second[child].age_s, *first[child].age_s + 5.0, 0.01);
+  // The wall clock set back by two hours: the due time is now further than
+  // one interval away, so the stat is read.
+  (void)cache.Refresh({child}, now - 7'200'000, {child});
+  EXPECT_EQ(cache.stat_reads(), stats + 1);
+  Reap(child);
+}
+
+// A process whose parent ends is reparented: its cached parent's name must
+// follow (orphans are told from a service's children by it), and its own
+// name too when it renames itself.
+TEST(ProcessCache, FollowsAReparentedProcessToItsNewParent) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // The orphan comes to this test.
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t shell = fork();
+  if (shell == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    execl("/bin/sh", "sh", "-c", "sleep 60 & echo $!; wait", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  char buf[32] = {};
+  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
+  close(out[0]);
+  const pid_t sleeper = static_cast<pid_t>(std::atoi(buf));
+  ASSERT_GT(sleeper, 0);
+  ProcessCache cache("/proc");
+  const int64_t now = RealClock().NowUnixMs();
+  auto before = cache.Refresh({sleeper}, now);
+  ASSERT_EQ(before.count(sleeper), 1u);
+  EXPECT_EQ(before[sleeper].ppid, shell);
+  EXPECT_EQ(before[sleeper].parent_comm, "sh");
+  Reap(shell);
+  char self_comm[32] = {};
+  ASSERT_EQ(prctl(PR_GET_NAME, self_comm), 0);
+  std::map<pid_t, HostProcess> after;
+  for (int i = 0; i < 200; ++i) {  // Reparenting follows the reap at once, but poll.
+    after = cache.Refresh({sleeper}, now + 1000 + i);
+    if (after.count(sleeper) && after[sleeper].ppid == getpid()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(after.count(sleeper), 1u);
+  EXPECT_EQ(after[sleeper].ppid, getpid());
+  EXPECT_EQ(after[sleeper].parent_comm, std::string(self_comm));
+  EXPECT_EQ(cache.full_reads(), 1u);  // Still from the cache.
+  Reap(sleeper);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {

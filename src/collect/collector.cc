@@ -22,9 +22,8 @@ namespace {
 constexpr int64_t kProcReadMinBudgetMs = 1000;
 
 struct HostScan {
-  std::map<pid_t, std::vector<std::string>> holders;
+  DeviceHolders found;
   std::map<pid_t, HostProcess> processes;
-  std::vector<ProbeError> errors;
 };
 
 ProbeError ProcError(std::string code, std::string message) {
@@ -53,19 +52,56 @@ std::set<pid_t> DriverListedPids(const Snapshot& snapshot) {
 
 }  // namespace
 
-void AttachHostProcesses(Snapshot& snapshot, const std::map<pid_t, HostProcess>& host,
+DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid) {
+  DeviceHolders out;
+  proc::DeviceMatch match;
+  match.dir = options.device_dir;
+  match.prefix = options.device_prefix;
+  match.exclude_pid = exclude_pid;
+  proc::ProcReader reader(options.proc_root);
+  proc::HolderScanStats stats;
+  auto holders = reader.ScanDeviceHolders(match, &stats);
+  if (!holders.ok()) {
+    out.errors.push_back(ProcError(holders.error().code, holders.error().message));
+    return out;
+  }
+  if (stats.fd_denied > 0) {
+    // Without the right to read other users' fds the "fuser" view is
+    // partial: holders may be missing, so say so rather than imply none.
+    out.errors.push_back(ProcError(
+        "partial_scan",
+        fmt::format(
+            "could not read the open files of {} processes (permission denied): device-file "
+            "holders among them are not shown",
+            stats.fd_denied)));
+  }
+  out.holders = std::move(holders).value();
+  return out;
+}
+
+void AttachHostProcesses(Snapshot& snapshot, std::map<pid_t, HostProcess> host,
                          const std::map<pid_t, std::vector<std::string>>& holders) {
-  const std::set<pid_t> listed = DriverListedPids(snapshot);
-  std::set<pid_t> wanted = listed;
-  for (const auto& [pid, files] : holders) wanted.insert(pid);
-  for (pid_t pid : wanted) {
-    auto it = host.find(pid);
-    if (it == host.end()) continue;
-    HostProcess p = it->second;
-    p.listed_by_driver = listed.count(pid) > 0;
+  // Sorted PIDs, not a std::set: this runs at every look, over every GPU
+  // process.
+  std::vector<pid_t> listed;
+  for (const Gpu& gpu : snapshot.gpus) {
+    for (const GpuProcess& p : gpu.processes) listed.push_back(p.pid);
+  }
+  std::sort(listed.begin(), listed.end());
+  for (auto it = host.begin(); it != host.end();) {
+    const pid_t pid = it->first;
+    auto next = std::next(it);
+    const bool is_listed = std::binary_search(listed.begin(), listed.end(), pid);
     auto held = holders.find(pid);
-    p.device_files = held == holders.end() ? std::vector<std::string>{} : held->second;
-    snapshot.processes[pid] = std::move(p);
+    if (is_listed || held != holders.end()) {
+      auto node = host.extract(it);  // The node moves over, not its contents.
+      HostProcess& p = node.mapped();
+      p.listed_by_driver = is_listed;
+      p.device_files = held == holders.end() ? std::vector<std::string>{} : held->second;
+      auto placed = snapshot.processes.insert(std::move(node));
+      if (!placed.inserted) placed.position->second = std::move(placed.node.mapped());
+    }
+    it = next;
   }
 }
 
@@ -94,34 +130,14 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
   auto scan_shared = std::make_shared<ScanShared>();
   const bool scan_holders = options.scan_processes && options.scan_device_files;
   if (scan_holders) {
-    proc::DeviceMatch match;
-    match.dir = options.device_dir;
-    match.prefix = options.device_prefix;
     // Once NVML is loaded this process holds /dev/nvidiactl itself.
-    match.exclude_pid = getpid();
-    std::thread([scan_shared, root = options.proc_root, match, now_unix_ms] {
+    std::thread([scan_shared, options, now_unix_ms] {
       HostScan scan;
-      proc::ProcReader reader(root);
-      proc::HolderScanStats stats;
-      auto holders = reader.ScanDeviceHolders(match, &stats);
-      if (holders.ok() && stats.fd_denied > 0) {
-        // Without the right to read other users' fds the "fuser" view is
-        // partial: holders may be missing, so say so rather than imply none.
-        scan.errors.push_back(ProcError(
-            "partial_scan",
-            fmt::format(
-                "could not read the open files of {} processes (permission denied): device-file "
-                "holders among them are not shown",
-                stats.fd_denied)));
-      }
-      if (holders.ok()) {
-        scan.holders = std::move(holders).value();
-        std::set<pid_t> pids;
-        for (const auto& [pid, files] : scan.holders) pids.insert(pid);
-        ReadProcesses(reader, pids, now_unix_ms, scan.processes);
-      } else {
-        scan.errors.push_back(ProcError(holders.error().code, holders.error().message));
-      }
+      scan.found = ScanDeviceHolders(options, getpid());
+      std::set<pid_t> pids;
+      for (const auto& [pid, files] : scan.found.holders) pids.insert(pid);
+      proc::ProcReader reader(options.proc_root);
+      ReadProcesses(reader, pids, now_unix_ms, scan.processes);
       std::lock_guard<std::mutex> lock(scan_shared->mu);
       scan_shared->result = std::move(scan);
       scan_shared->cv.notify_all();
@@ -155,7 +171,7 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
     }
     if (scan) {
       host = std::move(scan->processes);
-      for (auto& e : scan->errors) snapshot.errors.push_back(std::move(e));
+      for (auto& e : scan->found.errors) snapshot.errors.push_back(std::move(e));
     } else {
       snapshot.timed_out = true;
       snapshot.errors.push_back(ProcError(
@@ -195,11 +211,11 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
       }
     }
 
-    AttachHostProcesses(snapshot, host,
-                        scan ? scan->holders : std::map<pid_t, std::vector<std::string>>{});
+    AttachHostProcesses(snapshot, std::move(host),
+                        scan ? scan->found.holders : std::map<pid_t, std::vector<std::string>>{});
   }
   proc::ProcReader host_reader(options.proc_root);
-  snapshot.host = host_reader.ReadHost();
+  if (options.read_host) snapshot.host = host_reader.ReadHost();
   // The GPUs the driver probed, to name one NVML does not list. A simulated
   // server's GPUs are not this machine's: then only a test's proc tree counts.
   if (!options.simulated || options.proc_root != "/proc") {

@@ -42,6 +42,10 @@ struct CollectOptions {
   // Per-process utilisation samples newer than this (CPU µs; 0 = all the
   // driver has buffered).
   uint64_t process_samples_since_us = 0;
+  // Read the host's own facts (name, boot time, CPU count; /proc/stat, which
+  // is long on a large server). A caller that looks often may reuse an
+  // earlier look's instead.
+  bool read_host = true;
   // When set, NVML is read through this long-lived session (loaded and
   // initialised once; its own library path and deadline) instead of a fresh
   // probe: for callers that look often. Must outlive the call.
@@ -54,10 +58,22 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock);
 // a caller passes to an nvml::ProbeSession it keeps for CollectOptions::nvml_session.
 nvml::ProbeOptions NvmlProbeOptions(const CollectOptions& options);
 
+// Every process that holds one of the NVIDIA device files (the "fuser" view),
+// with the files it holds, except `exclude_pid`; errors (the scan failed, or
+// some processes' open files could not be read) as Snapshot::errors takes
+// them. Reads every open file of every process: the costliest part of a look,
+// and it can block on a process stuck in the kernel (run it under a deadline).
+struct DeviceHolders {
+  std::map<pid_t, std::vector<std::string>> holders;
+  std::vector<ProbeError> errors;
+};
+DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid);
+
 // Joins host facts into a snapshot: for every GPU process and every device-file
 // holder, the HostProcess from `host` (when present), with listed_by_driver and
-// device_files set. Pure; exposed for tests.
-void AttachHostProcesses(Snapshot& snapshot, const std::map<pid_t, HostProcess>& host,
+// device_files set; what it attaches is moved out of `host`. Pure; exposed for
+// tests.
+void AttachHostProcesses(Snapshot& snapshot, std::map<pid_t, HostProcess> host,
                          const std::map<pid_t, std::vector<std::string>>& holders);
 
 }  // namespace gw::collect

@@ -46,6 +46,53 @@ std::optional<T> RunWithDeadline(std::function<T()> work, int64_t timeout_ms) {
   return std::move(shared->value);
 }
 
+// RunWithDeadline on one thread kept for the purpose: a caller that runs
+// bounded work many times a second (gpuwardend's 1-Hz looks, the queue's
+// looks every --poll-ms) pays for a thread once, not at every call.
+//
+// Work that overruns its deadline keeps the thread: the worker is then busy
+// until that work ends, and a call made meanwhile returns nullopt at once
+// (it would only queue behind the same stuck read) instead of starting a
+// thread of its own — so a process stuck in the kernel costs one thread, not
+// one a look. Work must own, not reference, what it uses. Not thread-safe:
+// one caller at a time. The thread is detached; the destructor does not wait
+// for work in progress.
+class DeadlineWorker {
+ public:
+  DeadlineWorker();
+  ~DeadlineWorker();
+  DeadlineWorker(const DeadlineWorker&) = delete;
+  DeadlineWorker& operator=(const DeadlineWorker&) = delete;
+
+  template <typename T>
+  std::optional<T> Run(std::function<T()> work, int64_t timeout_ms) {
+    struct Slot {
+      std::optional<T> value;
+    };
+    auto slot = std::make_shared<Slot>();
+    const bool done =
+        Post([slot, work = std::move(work)]() mutable { slot->value.emplace(work()); }, timeout_ms);
+    if (!done) return std::nullopt;
+    return std::move(slot->value);
+  }
+
+  // The work posted so far, and the calls refused because earlier work was
+  // still running.
+  uint64_t runs() const { return runs_; }
+  uint64_t refused() const { return refused_; }
+
+  struct Shared;  // With the worker thread.
+
+ private:
+  // Runs `task` on the worker and waits at most timeout_ms for it: true
+  // when it finished (its writes are then visible to the caller).
+  bool Post(std::function<void()> task, int64_t timeout_ms);
+
+  std::shared_ptr<Shared> shared_;
+  uint64_t runs_ = 0;
+  uint64_t refused_ = 0;
+};
+
 }  // namespace gw::collect
 
 #endif  // GPUWARDEN_COLLECT_DEADLINE_H_

@@ -108,6 +108,9 @@ const std::vector<Holding>& RuleContext::Holdings() const {
   if (holdings_) return *holdings_;
   const Snapshot& last = latest();
   std::vector<Holding> out;
+  size_t listed = 0;
+  for (const Gpu& gpu : last.gpus) listed += gpu.processes.size();
+  out.reserve(listed);
   for (size_t i = 0; i < last.gpus.size(); ++i) {
     const Gpu& gpu = last.gpus[i];
     for (size_t k = 0; k < gpu.processes.size(); ++k) {
@@ -127,6 +130,22 @@ const std::vector<Holding>& RuleContext::Holdings() const {
   }
   holdings_ = std::move(out);
   return *holdings_;
+}
+
+const std::vector<HolderGroup>& RuleContext::HolderGroups() const {
+  if (holder_groups_) return *holder_groups_;
+  std::vector<HolderGroup> out;
+  out.reserve(Holdings().size());
+  for (const Holding& h : Holdings()) {
+    if (h.listed == nullptr && !out.empty() && out.back().h->listed == nullptr &&
+        out.back().h->pid == h.pid) {
+      out.back().gpus.push_back(h.gpu);
+      continue;
+    }
+    out.push_back({&h, {h.gpu}});
+  }
+  holder_groups_ = std::move(out);
+  return *holder_groups_;
 }
 
 const GpuProcess* FindGpuProcess(const Gpu& gpu, pid_t pid, size_t hint) {

@@ -31,6 +31,15 @@ struct Holding {
   Opt<uint64_t> bytes() const { return listed ? listed->used_memory_bytes : std::nullopt; }
 };
 
+// The holdings grouped: one entry per listed (GPU, process) and one per
+// unlisted process with all the GPUs whose device files it holds (a process
+// that ran cuInit holds every /dev/nvidiaN and is reported once, not once per
+// GPU).
+struct HolderGroup {
+  const Holding* h = nullptr;
+  std::vector<unsigned> gpus;
+};
+
 // The history, with each GPU of the latest snapshot lined up across samples.
 class RuleContext {
  public:
@@ -60,6 +69,8 @@ class RuleContext {
   // Every holding of the latest snapshot: listed processes GPU by GPU, then
   // unlisted device-file holders (only when /proc was scanned). Built once.
   const std::vector<Holding>& Holdings() const;
+  // Holdings() grouped (HolderGroup), in the same order. Built once.
+  const std::vector<HolderGroup>& HolderGroups() const;
 
  private:
   std::span<const Snapshot> history_;
@@ -69,6 +80,7 @@ class RuleContext {
   std::vector<std::vector<const Gpu*>> series_;
   std::vector<std::vector<char>> sm_reliable_;
   mutable Opt<std::vector<Holding>> holdings_;
+  mutable Opt<std::vector<HolderGroup>> holder_groups_;
 };
 
 // Positions in snapshot.gpus of the GPUs whose <snapshot.device_dir>/nvidiaN

@@ -73,26 +73,6 @@ void AddHeld(Finding& f, Opt<uint64_t> bytes) {
   }
 }
 
-// The holdings, one entry per listed (GPU, process) and one per unlisted
-// process with all the GPUs whose device files it holds: a process that ran
-// cuInit holds every /dev/nvidiaN and is reported once, not once per GPU.
-struct Holder {
-  const Holding* h = nullptr;
-  std::vector<unsigned> gpus;
-};
-std::vector<Holder> Holders(const RuleContext& ctx) {
-  std::vector<Holder> out;
-  for (const Holding& h : ctx.Holdings()) {
-    if (h.listed == nullptr && !out.empty() && out.back().h->listed == nullptr &&
-        out.back().h->pid == h.pid) {
-      out.back().gpus.push_back(h.gpu);
-      continue;
-    }
-    out.push_back({&h, {h.gpu}});
-  }
-  return out;
-}
-
 // "/dev/nvidia*", in the device directory the snapshot was taken with
 // (--dev-dir), which is where the holder scan matched the files.
 std::string DeviceFiles(const Snapshot& s) {
@@ -133,7 +113,7 @@ void AddOwnershipStep(const RuleContext& ctx, Finding& f, const Holding& h) {
 
 void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned) return;
-  for (const auto& [hp, gpus] : Holders(ctx)) {
+  for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (!IsZombie(ctx, h)) continue;
     const HostProcess& host = *h.host;
@@ -160,7 +140,7 @@ void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
 
 void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned || ctx.samples() < 2) return;
-  for (const auto& [hp, gpus] : Holders(ctx)) {
+  for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (!IsStuck(ctx, h)) continue;
     StateWindow w = StateOverWindow(ctx, h.pid, ProcessState::kDiskSleep);
@@ -184,7 +164,7 @@ void RuleUninterruptibleHolder(const RuleContext& ctx, std::vector<Finding>& out
 
 void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned) return;
-  for (const auto& [hp, gpus] : Holders(ctx)) {
+  for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (IsZombie(ctx, h) || IsStuck(ctx, h) || !IsOrphan(ctx, h)) continue;
     const HostProcess& host = *h.host;
@@ -220,7 +200,7 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
 void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   const DiagnoseOptions& o = ctx.options();
   const Snapshot& latest = ctx.latest();
-  for (const auto& [hp, gpus] : Holders(ctx)) {
+  for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (h.listed == nullptr || !h.bytes() || *h.bytes() < o.idle_holder_min_bytes) continue;
     if (latest.processes_scanned && (IsZombie(ctx, h) || IsStuck(ctx, h) || IsOrphan(ctx, h))) {

@@ -28,6 +28,7 @@ struct FakeGpu {
   nvmlReturn_t memory_v2_result = NVML_SUCCESS;
   std::function<void()> before_memory;  // Runs inside the memory call (e.g. blocks).
   nvmlReturn_t temperature_result = NVML_SUCCESS;
+  nvmlReturn_t name_result = NVML_SUCCESS;
   unsigned bus = 0;
   std::vector<FakeProcess> compute;
   std::vector<FakeProcess> graphics;
@@ -88,6 +89,7 @@ class FakeNvml : public UnsupportedNvmlApi {
   }
   nvmlReturn_t DeviceGetName(nvmlDevice_t device, char* name, unsigned int length) override {
     if (auto r = Enter(device); r != NVML_SUCCESS) return r;
+    if (Gpu(device).name_result != NVML_SUCCESS) return Gpu(device).name_result;
     std::snprintf(name, length, "Fake GPU %u", Index(device));
     return NVML_SUCCESS;
   }

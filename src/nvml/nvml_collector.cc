@@ -80,8 +80,21 @@ Opt<TopologyLevel> ToTopologyLevel(nvmlGpuTopologyLevel_t level) {
 // entry point named in progress and messages cannot drift from the one called.
 #define GW_NVML(name, ...) Call(EntryPoint::k##name, [&] { return api_.name(__VA_ARGS__); })
 
-NvmlCollector::NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer)
-    : api_(api), options_(options), observer_(observer) {}
+NvmlCollector::NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer,
+                             StaticFacts* statics)
+    : api_(api), options_(options), observer_(observer), statics_(statics) {}
+
+template <typename T, typename Read>
+std::optional<T> NvmlCollector::Once(std::optional<T>* slot, Read&& read) {
+  if (slot != nullptr && slot->has_value()) return *slot;
+  std::optional<T> value = read();
+  if (slot != nullptr && value) *slot = value;
+  return value;
+}
+
+StaticFacts::Device* NvmlCollector::Kept(nvmlDevice_t h) {
+  return statics_ != nullptr && h != nullptr ? &statics_->devices[h] : nullptr;
+}
 
 template <typename F>
 nvmlReturn_t NvmlCollector::Call(EntryPoint ep, F&& call) {
@@ -268,20 +281,28 @@ void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& kn
 
 void NvmlCollector::ReadSystem() {
   SystemInfo& system = snapshot_->system;
-  char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
-  if (Ok(GW_NVML(SystemGetDriverVersion, buffer, sizeof(buffer)))) {
-    system.driver_version = FromBuffer(buffer, sizeof(buffer));
-  }
-  char nvml_version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};
-  if (Ok(GW_NVML(SystemGetNVMLVersion, nvml_version, sizeof(nvml_version)))) {
-    system.nvml_version = FromBuffer(nvml_version, sizeof(nvml_version));
-  }
-  int cuda = 0;
-  nvmlReturn_t result = GW_NVML(SystemGetCudaDriverVersion, &cuda);
-  if (result == NVML_SUCCESS ||
-      (result != kSkipped && Ok(GW_NVML(SystemGetCudaDriverVersionV2, &cuda)))) {
-    system.cuda_driver_version = cuda;
-  }
+  system.driver_version = Once(statics_ ? &statics_->driver_version : nullptr, [&] {
+    char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    return Ok(GW_NVML(SystemGetDriverVersion, buffer, sizeof(buffer)))
+               ? std::optional<std::string>(FromBuffer(buffer, sizeof(buffer)))
+               : std::nullopt;
+  });
+  system.nvml_version = Once(statics_ ? &statics_->nvml_version : nullptr, [&] {
+    char buffer[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};
+    return Ok(GW_NVML(SystemGetNVMLVersion, buffer, sizeof(buffer)))
+               ? std::optional<std::string>(FromBuffer(buffer, sizeof(buffer)))
+               : std::nullopt;
+  });
+  system.cuda_driver_version =
+      Once(statics_ ? &statics_->cuda_driver_version : nullptr, [&]() -> std::optional<int> {
+        int cuda = 0;
+        nvmlReturn_t result = GW_NVML(SystemGetCudaDriverVersion, &cuda);
+        if (result == NVML_SUCCESS ||
+            (result != kSkipped && Ok(GW_NVML(SystemGetCudaDriverVersionV2, &cuda)))) {
+          return cuda;
+        }
+        return std::nullopt;
+      });
   unsigned count = 0;
   if (Ok(GW_NVML(DeviceGetCount, &count))) system.gpu_count = count;
 }
@@ -290,22 +311,43 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
   nvmlDevice_t h = extras.handle;
   // Identity first, then what users look at most (memory, utilisation,
   // processes), so a probe cut short by its deadline still has those.
-  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-  if (Ok(GW_NVML(DeviceGetName, h, name, sizeof(name)))) gpu.name = FromBuffer(name, sizeof(name));
-  char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-  if (Ok(GW_NVML(DeviceGetUUID, h, uuid, sizeof(uuid)))) gpu.uuid = FromBuffer(uuid, sizeof(uuid));
-  nvmlPciInfo_t pci{};
-  if (Ok(GW_NVML(DeviceGetPciInfo, h, &pci))) {
-    gpu.pci_bus_id = FromBuffer(pci.busId, sizeof(pci.busId));
-    gpu.pci_device_id = pci.pciDeviceId;
-    extras.pci = PciAddress{pci.domain, pci.bus, pci.device};
+  StaticFacts::Device* kept = Kept(h);
+  // What cannot change is asked once a session (StaticFacts).
+  auto unsigned_once = [&](std::optional<unsigned> StaticFacts::Device::*field, auto&& read) {
+    return Once(kept ? &(kept->*field) : nullptr, [&]() -> std::optional<unsigned> {
+      unsigned value = 0;
+      return read(&value) ? std::optional<unsigned>(value) : std::nullopt;
+    });
+  };
+  gpu.name = Once(kept ? &kept->name : nullptr, [&] {
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    return Ok(GW_NVML(DeviceGetName, h, name, sizeof(name)))
+               ? std::optional<std::string>(FromBuffer(name, sizeof(name)))
+               : std::nullopt;
+  });
+  gpu.uuid = Once(kept ? &kept->uuid : nullptr, [&] {
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    return Ok(GW_NVML(DeviceGetUUID, h, uuid, sizeof(uuid)))
+               ? std::optional<std::string>(FromBuffer(uuid, sizeof(uuid)))
+               : std::nullopt;
+  });
+  if (auto pci = Once(kept ? &kept->pci : nullptr, [&]() -> std::optional<nvmlPciInfo_t> {
+        nvmlPciInfo_t info{};
+        return Ok(GW_NVML(DeviceGetPciInfo, h, &info)) ? std::optional(info) : std::nullopt;
+      })) {
+    gpu.pci_bus_id = FromBuffer(pci->busId, sizeof(pci->busId));
+    gpu.pci_device_id = pci->pciDeviceId;
+    extras.pci = PciAddress{pci->domain, pci->bus, pci->device};
   }
-  char serial[NVML_DEVICE_SERIAL_BUFFER_SIZE] = {};
-  if (Ok(GW_NVML(DeviceGetSerial, h, serial, sizeof(serial)))) {
-    gpu.serial = FromBuffer(serial, sizeof(serial));
-  }
-  unsigned minor = 0;
-  if (Ok(GW_NVML(DeviceGetMinorNumber, h, &minor))) gpu.minor_number = minor;
+  gpu.serial = Once(kept ? &kept->serial : nullptr, [&] {
+    char serial[NVML_DEVICE_SERIAL_BUFFER_SIZE] = {};
+    return Ok(GW_NVML(DeviceGetSerial, h, serial, sizeof(serial)))
+               ? std::optional<std::string>(FromBuffer(serial, sizeof(serial)))
+               : std::nullopt;
+  });
+  gpu.minor_number = unsigned_once(&StaticFacts::Device::minor_number, [&](unsigned* v) {
+    return Ok(GW_NVML(DeviceGetMinorNumber, h, v));
+  });
 
   ReadMemory(gpu, h);
   nvmlUtilization_t utilization{};
@@ -319,11 +361,17 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
   if (Ok(GW_NVML(DeviceGetTemperature, h, NVML_TEMPERATURE_GPU, &value))) {
     gpu.temperature_c = static_cast<int>(value);
   }
-  if (Ok(GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &value))) {
-    gpu.temperature_slowdown_c = static_cast<int>(value);
+  if (auto c = unsigned_once(&StaticFacts::Device::temperature_slowdown, [&](unsigned* v) {
+        return Ok(
+            GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, v));
+      })) {
+    gpu.temperature_slowdown_c = static_cast<int>(*c);
   }
-  if (Ok(GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &value))) {
-    gpu.temperature_shutdown_c = static_cast<int>(value);
+  if (auto c = unsigned_once(&StaticFacts::Device::temperature_shutdown, [&](unsigned* v) {
+        return Ok(
+            GW_NVML(DeviceGetTemperatureThreshold, h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, v));
+      })) {
+    gpu.temperature_shutdown_c = static_cast<int>(*c);
   }
   if (Ok(GW_NVML(DeviceGetFanSpeed, h, &value))) gpu.fan_speed_pct = value;
   if (Ok(GW_NVML(DeviceGetPowerUsage, h, &value))) gpu.power_draw_w = value / 1000.0;
@@ -336,27 +384,34 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
   } else {
     Ok(result);
   }
-  if (Ok(GW_NVML(DeviceGetPowerManagementDefaultLimit, h, &value))) {
-    gpu.power_default_limit_w = value / 1000.0;
+  if (auto mw = unsigned_once(&StaticFacts::Device::power_default_limit_mw, [&](unsigned* v) {
+        return Ok(GW_NVML(DeviceGetPowerManagementDefaultLimit, h, v));
+      })) {
+    gpu.power_default_limit_w = *mw / 1000.0;
   }
 
   struct ClockField {
     nvmlClockType_t type;
     Opt<unsigned> Clocks::*current;
     Opt<unsigned> Clocks::*max;
+    std::optional<unsigned> StaticFacts::Device::*kept_max;
   };
   static constexpr ClockField kClockFields[] = {
-      {NVML_CLOCK_GRAPHICS, &Clocks::graphics_mhz, &Clocks::max_graphics_mhz},
-      {NVML_CLOCK_SM, &Clocks::sm_mhz, &Clocks::max_sm_mhz},
-      {NVML_CLOCK_MEM, &Clocks::memory_mhz, &Clocks::max_memory_mhz},
-      {NVML_CLOCK_VIDEO, &Clocks::video_mhz, nullptr},
+      {NVML_CLOCK_GRAPHICS, &Clocks::graphics_mhz, &Clocks::max_graphics_mhz,
+       &StaticFacts::Device::max_graphics_mhz},
+      {NVML_CLOCK_SM, &Clocks::sm_mhz, &Clocks::max_sm_mhz, &StaticFacts::Device::max_sm_mhz},
+      {NVML_CLOCK_MEM, &Clocks::memory_mhz, &Clocks::max_memory_mhz,
+       &StaticFacts::Device::max_memory_mhz},
+      {NVML_CLOCK_VIDEO, &Clocks::video_mhz, nullptr, nullptr},
   };
   for (const ClockField& field : kClockFields) {
     if (Ok(GW_NVML(DeviceGetClockInfo, h, field.type, &value))) gpu.clocks.*field.current = value;
   }
   for (const ClockField& field : kClockFields) {
     if (field.max == nullptr) continue;
-    if (Ok(GW_NVML(DeviceGetMaxClockInfo, h, field.type, &value))) gpu.clocks.*field.max = value;
+    gpu.clocks.*field.max = unsigned_once(field.kept_max, [&](unsigned* v) {
+      return Ok(GW_NVML(DeviceGetMaxClockInfo, h, field.type, v));
+    });
   }
   nvmlPstates_t pstate = NVML_PSTATE_UNKNOWN;
   if (Ok(GW_NVML(DeviceGetPerformanceState, h, &pstate)) && pstate >= 0 && pstate <= 15) {
@@ -366,9 +421,14 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
   if (Ok(GW_NVML(DeviceGetCurrentClocksEventReasons, h, &reasons))) {
     gpu.clock_event_reasons = reasons;
   }
-  if (Ok(GW_NVML(DeviceGetSupportedClocksEventReasons, h, &reasons))) {
-    gpu.clock_event_reasons_supported = reasons;
-  }
+  gpu.clock_event_reasons_supported =
+      Once(kept ? &kept->clock_event_reasons_supported : nullptr,
+           [&]() -> std::optional<unsigned long long> {
+             unsigned long long supported = 0;
+             return Ok(GW_NVML(DeviceGetSupportedClocksEventReasons, h, &supported))
+                        ? std::optional(supported)
+                        : std::nullopt;
+           });
 
   nvmlEnableState_t state = NVML_FEATURE_DISABLED;
   if (Ok(GW_NVML(DeviceGetPersistenceMode, h, &state))) {
@@ -648,12 +708,25 @@ void NvmlCollector::ReadHealth(Gpu& gpu, nvmlDevice_t h) {
 }
 
 void NvmlCollector::ReadPcie(Gpu& gpu, nvmlDevice_t h) {
+  StaticFacts::Device* kept = Kept(h);
+  auto once = [&](std::optional<unsigned> StaticFacts::Device::*field, auto&& read) {
+    return Once(kept ? &(kept->*field) : nullptr, [&]() -> std::optional<unsigned> {
+      unsigned value = 0;
+      return read(&value) ? std::optional<unsigned>(value) : std::nullopt;
+    });
+  };
   unsigned value = 0;
   if (Ok(GW_NVML(DeviceGetCurrPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_current = value;
-  if (Ok(GW_NVML(DeviceGetMaxPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_max = value;
-  if (Ok(GW_NVML(DeviceGetGpuMaxPcieLinkGeneration, h, &value))) gpu.pcie.link_gen_gpu_max = value;
+  gpu.pcie.link_gen_max = once(&StaticFacts::Device::pcie_gen_max, [&](unsigned* v) {
+    return Ok(GW_NVML(DeviceGetMaxPcieLinkGeneration, h, v));
+  });
+  gpu.pcie.link_gen_gpu_max = once(&StaticFacts::Device::pcie_gen_gpu_max, [&](unsigned* v) {
+    return Ok(GW_NVML(DeviceGetGpuMaxPcieLinkGeneration, h, v));
+  });
   if (Ok(GW_NVML(DeviceGetCurrPcieLinkWidth, h, &value))) gpu.pcie.link_width_current = value;
-  if (Ok(GW_NVML(DeviceGetMaxPcieLinkWidth, h, &value))) gpu.pcie.link_width_max = value;
+  gpu.pcie.link_width_max = once(&StaticFacts::Device::pcie_width_max, [&](unsigned* v) {
+    return Ok(GW_NVML(DeviceGetMaxPcieLinkWidth, h, v));
+  });
   if (Ok(GW_NVML(DeviceGetPcieReplayCounter, h, &value))) gpu.pcie.replay_counter = value;
 }
 
@@ -669,9 +742,17 @@ void NvmlCollector::ReadNvLinks(Gpu& gpu, GpuExtras& extras) {
     if (!Ok(result)) break;
     gpu.nvlinks.push_back({link, active == NVML_FEATURE_ENABLED});
     if (active != NVML_FEATURE_ENABLED || !remote_known) continue;
+    StaticFacts::Device* kept = Kept(h);
+    if (kept != nullptr) {
+      if (auto it = kept->nvlink_remotes.find(link); it != kept->nvlink_remotes.end()) {
+        extras.nvlink_remotes.push_back({it->second.domain, it->second.bus, it->second.device});
+        continue;
+      }
+    }
     nvmlPciInfo_t remote{};
     result = GW_NVML(DeviceGetNvLinkRemotePciInfo, h, link, &remote);
     if (result == NVML_SUCCESS) {
+      if (kept != nullptr) kept->nvlink_remotes[link] = remote;
       extras.nvlink_remotes.push_back({remote.domain, remote.bus, remote.device});
     } else if (result != NVML_ERROR_NOT_SUPPORTED) {
       // Missing from this library, or failing: stop asking for every link.
@@ -697,8 +778,18 @@ void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
       scope_gpu_ = index_of(a);
       scope_other_gpu_ = index_of(b);
       nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
-      if (!Ok(GW_NVML(DeviceGetTopologyCommonAncestor, extras[a].handle, extras[b].handle,
-                      &level))) {
+      const auto pair = std::make_pair(extras[a].handle, extras[b].handle);
+      std::optional<nvmlGpuTopologyLevel_t> kept;
+      if (statics_ != nullptr) {
+        if (auto it = statics_->topology.find(pair); it != statics_->topology.end())
+          kept = it->second;
+      }
+      if (kept) {
+        level = *kept;
+      } else if (Ok(GW_NVML(DeviceGetTopologyCommonAncestor, extras[a].handle, extras[b].handle,
+                            &level))) {
+        if (statics_ != nullptr) statics_->topology[pair] = level;
+      } else {
         continue;
       }
       Opt<TopologyLevel> known = ToTopologyLevel(level);

@@ -21,8 +21,10 @@
 #define GPUWARDEN_NVML_NVML_COLLECTOR_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/snapshot.h"
@@ -38,6 +40,29 @@ struct CollectorOptions {
   // lastSeenTimeStamp for nvmlDeviceGetProcessUtilization (CPU µs): only
   // samples newer than this count. 0 = everything the driver still holds.
   uint64_t process_samples_since_us = 0;
+};
+
+// What NVML says that cannot change while it stays initialised: the driver's
+// versions, and of each GPU (by handle) its identity, limits, the far ends of
+// its NVLinks and its topology to the others. A session (probe.h) keeps one
+// between its looks, so that a look asks the driver only for what moves —
+// on real hardware every call is a trip into the kernel module, and these
+// are a third of a look's. Only answers that succeeded are kept; the rest
+// are asked again. Drop it whenever NVML is initialised again.
+struct StaticFacts {
+  struct Device {
+    std::optional<std::string> name, uuid, serial;
+    std::optional<nvmlPciInfo_t> pci;
+    std::optional<unsigned> minor_number, temperature_slowdown, temperature_shutdown,
+        power_default_limit_mw, max_graphics_mhz, max_sm_mhz, max_memory_mhz, pcie_gen_max,
+        pcie_gen_gpu_max, pcie_width_max;
+    std::optional<unsigned long long> clock_event_reasons_supported;
+    std::map<unsigned, nvmlPciInfo_t> nvlink_remotes;  // By link.
+  };
+  std::map<nvmlDevice_t, Device> devices;
+  std::map<std::pair<nvmlDevice_t, nvmlDevice_t>, nvmlGpuTopologyLevel_t> topology;
+  std::optional<std::string> driver_version, nvml_version;
+  std::optional<int> cuda_driver_version;
 };
 
 // Sees every NVML call the collector makes. The probe uses it to publish
@@ -59,8 +84,10 @@ class CallObserver {
 
 class NvmlCollector {
  public:
-  // `api` and `observer` (may be null) must outlive the collector.
-  NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer = nullptr);
+  // `api`, `observer` and `statics` (may be null: every value asked for at
+  // every look) must outlive the collector.
+  NvmlCollector(NvmlApi& api, CollectorOptions options, CallObserver* observer = nullptr,
+                StaticFacts* statics = nullptr);
 
   // nvmlInit (v2, falling back to v1). On failure appends the ProbeError of
   // InitFailure to snapshot->errors and returns false; NVML must then not be
@@ -122,9 +149,17 @@ class NvmlCollector {
   // `known`: per position, whether the GPU there said its index.
   void PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known);
 
+  // The kept answer in `slot` (null: none kept), else `read()`'s, kept
+  // when it is a value.
+  template <typename T, typename Read>
+  static std::optional<T> Once(std::optional<T>* slot, Read&& read);
+  // The kept facts of device `h`, or null.
+  StaticFacts::Device* Kept(nvmlDevice_t h);
+
   NvmlApi& api_;
   CollectorOptions options_;
   CallObserver* observer_;
+  StaticFacts* statics_;
   Snapshot* snapshot_ = nullptr;
 
   // The scope of the calls being made, for messages and lost-GPU handling.

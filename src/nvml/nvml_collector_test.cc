@@ -4,6 +4,7 @@
 // than about a library. The simulator-backed tests are in nvml_sim_test.cc.
 #include "nvml/nvml_collector.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -179,6 +180,69 @@ TEST(NvmlCollector, GpuLostMidReadStopsAskingItKeepsWhatWasRead) {
   EXPECT_FALSE(s.gpus[1].unreachable.has_value());
   ASSERT_EQ(s.errors.size(), 1u);
   EXPECT_EQ(s.errors[0].code, "gpu_lost");
+}
+
+// Counts the calls the collector makes, by entry point.
+class CountingObserver : public CallObserver {
+ public:
+  bool BeforeCall(EntryPoint ep, std::optional<unsigned>, std::optional<unsigned>) override {
+    ++calls[ep];
+    return true;
+  }
+  void AfterCall() override {}
+  std::map<EntryPoint, int> calls;
+};
+
+// With a session's StaticFacts, what cannot change is asked once (identity,
+// versions, topology), what moves at every look; a query that failed is
+// asked again, and its answer is kept once it succeeds.
+TEST(NvmlCollector, StaticFactsAreAskedOnceASessionAndFailuresAgain) {
+  FakeNvml fake;
+  fake.gpus.resize(2);
+  fake.gpus[1].name_result = NVML_ERROR_UNKNOWN;
+  StaticFacts statics;
+  CountingObserver observer;
+  auto look = [&] {
+    Snapshot snapshot;
+    NvmlCollector collector(fake, {}, &observer, &statics);
+    EXPECT_TRUE(collector.Initialize(&snapshot));
+    collector.Collect(&snapshot);
+    collector.Shutdown();
+    return snapshot;
+  };
+  Snapshot first = look();
+  EXPECT_EQ(first.gpus[0].name, "Fake GPU 0");
+  EXPECT_FALSE(first.gpus[1].name.has_value());
+  fake.gpus[1].name_result = NVML_SUCCESS;
+  Snapshot second = look();
+  Snapshot third = look();
+  EXPECT_EQ(third.gpus[0].name, "Fake GPU 0");
+  EXPECT_EQ(third.gpus[1].name, "Fake GPU 1");
+  EXPECT_EQ(third.gpus[1].pci_bus_id, first.gpus[1].pci_bus_id);
+  EXPECT_EQ(third.system.driver_version, first.system.driver_version);
+  EXPECT_EQ(third.topology.size(), first.topology.size());
+  // GPU 0's name once, GPU 1's twice (failed, then kept); the PCI info and
+  // the topology of the one pair once; the driver's version once.
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetName], 3);
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetPciInfo], 2);
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetTopologyCommonAncestor], 1);
+  EXPECT_EQ(observer.calls[EntryPoint::kSystemGetDriverVersion], 1);
+  // What moves is asked at every look.
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetMemoryInfoV2], 6);
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetTemperature], 6);
+  EXPECT_EQ(observer.calls[EntryPoint::kDeviceGetCount], 3);
+
+  // Without StaticFacts (a one-off probe) everything is asked every time.
+  CountingObserver plain;
+  for (int i = 0; i < 2; ++i) {
+    Snapshot snapshot;
+    NvmlCollector collector(fake, {}, &plain);
+    EXPECT_TRUE(collector.Initialize(&snapshot));
+    collector.Collect(&snapshot);
+    collector.Shutdown();
+  }
+  EXPECT_EQ(plain.calls[EntryPoint::kDeviceGetName], 4);
+  EXPECT_EQ(plain.calls[EntryPoint::kDeviceGetTopologyCommonAncestor], 2);
 }
 
 TEST(NvmlCollector, MemoryV2WithReservedAndV1Fallbacks) {

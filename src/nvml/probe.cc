@@ -294,7 +294,7 @@ bool DriverChanged(const Snapshot& s) {
 // One look on the session's worker, with the library and NVML kept between
 // looks in `api` and `initialised`.
 void ServeLook(ProbeState& state, ProbeSession::Shared& shared, std::shared_ptr<NvmlApi>& api,
-               bool& initialised) {
+               bool& initialised, StaticFacts& statics) {
   std::unique_lock<std::mutex> lock(state.mu);
   if (!api) {
     state.in_flight = kLoading;
@@ -313,9 +313,10 @@ void ServeLook(ProbeState& state, ProbeSession::Shared& shared, std::shared_ptr<
   }
   if (state.abandoned) return;
   PublishingObserver observer(state, lock, *api);
-  NvmlCollector collector(*api, state.options, &observer);
+  NvmlCollector collector(*api, state.options, &observer, &statics);
   bool failed_init = false;
   if (!initialised) {
+    statics = StaticFacts{};  // Handles and facts of an earlier initialisation are void.
     initialised = collector.Initialize(&state.snapshot);
     failed_init = !initialised;
     if (failed_init && !state.snapshot.errors.empty() &&
@@ -340,6 +341,7 @@ void ServeLook(ProbeState& state, ProbeSession::Shared& shared, std::shared_ptr<
 void SessionWorker(std::shared_ptr<ProbeSession::Shared> shared) {
   std::shared_ptr<NvmlApi> api;
   bool initialised = false;
+  StaticFacts statics;  // What NVML says once per initialisation (nvml_collector.h).
   for (;;) {
     std::shared_ptr<ProbeState> state;
     {
@@ -354,7 +356,7 @@ void SessionWorker(std::shared_ptr<ProbeSession::Shared> shared) {
       // Counted by Probe() when it posted the look.
       WorkerFinished finished;
       try {
-        ServeLook(*state, *shared, api, initialised);
+        ServeLook(*state, *shared, api, initialised, statics);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(state->mu);
         state->in_flight = nullptr;

@@ -45,6 +45,9 @@ using nlohmann::json;
 
 constexpr int kLockWaitTries = 100;  // 2 s
 constexpr size_t kHistory = 8;       // Full looks judged together (idle holders need several).
+// How long past a look's deadline the daemon waits for its first look before
+// it serves requests (the look reports its own timeout by then).
+constexpr int64_t kFirstLookSlackMs = 1000;
 
 class DaemonImpl final : public Daemon {
  public:
@@ -90,7 +93,7 @@ class DaemonImpl final : public Daemon {
     snapshots_ = std::make_unique<Snapshotter>(
         o_.collect, *parts_.clock,
         KernelLogReading{o_.read_kernel_log, o_.kernel_log, o_.kernel_log_every_ms},
-        o_.holder_scan_every_ms);
+        o_.holder_scan_every_ms, o_.process_stat_every_ms);
     snapshots_->Request(/*full=*/true);
     if (o_.listen) {
       auto http = fleet::HttpListener::Start(*o_.listen, Routes());
@@ -247,51 +250,68 @@ class DaemonImpl final : public Daemon {
         log_->Warning("kernel log not read: " + look.kernel_log->error().message);
       }
     }
-    std::shared_ptr<const diagnose::Diagnosis> diagnosis;
-    if (look.full) {
-      judged_.push_back(look.snapshot);
-      if (judged_.size() > kHistory) judged_.erase(judged_.begin());
-      diagnose::DiagnoseOptions dopt;
-      std::span<const kmsg::KernelEvent> events;
-      if (kernel_log_) {
-        dopt.events = collect::EventAgeFor(*kernel_log_, judged_.back(), std::nullopt);
-        events = kernel_log_->events;
+    if (!look.full) {
+      if (table_) table_->OnSnapshot(std::move(look.snapshot), false, nullptr);
+      return;
+    }
+    // The look joins the judged ones without a copy. The published view
+    // points into judged_, so judged_ changes under view_mu_ (the HTTP
+    // threads render under it); this thread alone changes it, so it reads
+    // it without the lock.
+    std::optional<Snapshot> oldest;  // Freed after the lock is released.
+    {
+      std::lock_guard<std::mutex> lock(view_mu_);
+      judged_.push_back(std::move(look.snapshot));
+      if (judged_.size() > kHistory) {
+        oldest = std::move(judged_.front());
+        judged_.erase(judged_.begin());
       }
-      diagnosis =
-          std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(judged_, dopt, events));
+      // The published view stays whole until Publish: its look has moved
+      // within judged_ (one before the new one).
+      if (view_.latest) view_.latest = Unowned(judged_[judged_.size() - 2]);
     }
-    // The history's point is made before the table may take the snapshot
-    // (moved when nothing is published: a point made after it had no GPUs).
-    // The queue's figures are those of before this look's placement pass.
-    if (look.full) {
-      const std::optional<fleet::QueueStats> queue =
-          table_ ? std::optional<fleet::QueueStats>(QueueStatsNow()) : std::nullopt;
-      if (Status st = history_->Add(fleet::PointOf(look.snapshot, *diagnosis, queue)); !st.ok()) {
-        log_->Warning("history not written: " + st.error().message);
-      }
+    const Snapshot& latest = judged_.back();
+    diagnose::DiagnoseOptions dopt;
+    std::span<const kmsg::KernelEvent> events;
+    if (kernel_log_) {
+      dopt.events = collect::EventAgeFor(*kernel_log_, latest, std::nullopt);
+      events = kernel_log_->events;
     }
-    const bool publish = look.full && http_;
-    if (table_) {
-      table_->OnSnapshot(publish ? Snapshot(look.snapshot) : std::move(look.snapshot), look.full,
-                         diagnosis.get());
+    auto diagnosis =
+        std::make_shared<const diagnose::Diagnosis>(diagnose::Diagnose(judged_, dopt, events));
+    // The queue's figures in the history point are those of before this
+    // look's placement pass.
+    const std::optional<fleet::QueueStats> queue =
+        table_ ? std::optional<fleet::QueueStats>(QueueStatsNow()) : std::nullopt;
+    if (Status st = history_->Add(fleet::PointOf(latest, *diagnosis, queue)); !st.ok()) {
+      log_->Warning("history not written: " + st.error().message);
     }
-    if (publish) Publish(std::move(look.snapshot), std::move(diagnosis));
+    if (table_) table_->OnSnapshot(Snapshot(latest), true, diagnosis.get());
+    if (http_) Publish(std::move(diagnosis));
   }
 
-  void Publish(Snapshot latest, std::shared_ptr<const diagnose::Diagnosis> diagnosis) {
+  // The view /metrics renders: the latest judged look (judged_.back()), its
+  // diagnosis, the Xids and the queue's figures.
+  void Publish(std::shared_ptr<const diagnose::Diagnosis> diagnosis) {
     fleet::FleetView view;
-    auto snap = std::make_shared<const Snapshot>(std::move(latest));
+    const Snapshot& latest = judged_.back();
     if (kernel_log_) {
       const std::string boot = kernel_log_->own_logs || kernel_log_->events.empty()
                                    ? kernel_log_->running_boot_id
                                    : kernel_log_->events.back().boot_id;
-      view.xids = fleet::TallyXids(*snap, kernel_log_->events, boot);
+      view.xids = fleet::TallyXids(latest, kernel_log_->events, boot);
     }
-    view.latest = std::move(snap);
     view.diagnosis = std::move(diagnosis);
     if (table_) view.queue = QueueStatsNow();
     std::lock_guard<std::mutex> lock(view_mu_);
+    view.latest = Unowned(latest);
     view_ = std::move(view);
+  }
+
+  // A pointer into judged_ without an owner: valid while view_mu_ is held
+  // and judged_ does not change (it changes only under view_mu_).
+  static std::shared_ptr<const Snapshot> Unowned(const Snapshot& s) {
+    return std::shared_ptr<const Snapshot>(std::shared_ptr<const Snapshot>(), &s);
   }
 
   fleet::QueueStats QueueStatsNow() const {
@@ -329,13 +349,10 @@ class DaemonImpl final : public Daemon {
   std::map<std::string, fleet::HttpRoute> Routes() {
     std::map<std::string, fleet::HttpRoute> routes;
     routes["/metrics"] = [this] {
-      fleet::FleetView view;
-      {
-        std::lock_guard<std::mutex> lock(view_mu_);
-        view = view_;
-      }
+      // Rendered under the lock: the view points into judged_.
+      std::lock_guard<std::mutex> lock(view_mu_);
       return fleet::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
-                              fleet::RenderMetrics(view, o_.metrics)};
+                              fleet::RenderMetrics(view_, o_.metrics)};
     };
     routes["/"] = [] {
       return fleet::HttpReply{200, "text/plain; charset=utf-8",
@@ -364,12 +381,14 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<SocketServer> server_;
   // After the parts its thread reads: destroyed (the thread joined) before them.
   std::unique_ptr<Snapshotter> snapshots_;
-  // Full looks judged for everything served (OnLook), the kernel log last read.
+  // Full looks judged for everything served (OnLook), the kernel log last
+  // read. judged_ changes under view_mu_ (view_ points into it).
   std::vector<Snapshot> judged_;
   std::optional<collect::KernelLog> kernel_log_;
   std::unique_ptr<fleet::HistoryStore> history_store_;
   std::unique_ptr<fleet::History> history_;
-  // What the HTTP listener's threads read: replaced whole after each full look.
+  // What the HTTP listener's threads read, under view_mu_: replaced whole
+  // after each full look.
   std::mutex view_mu_;
   fleet::FleetView view_;
   // Last: stopped (its threads joined) before anything its routes read.

@@ -57,6 +57,10 @@ struct DaemonOptions {
   // device-file holders the driver does not list (the costliest part of a
   // look); the looks between carry the last scan's holders (snapshotter.h).
   int64_t holder_scan_every_ms = 60'000;
+  // How often a driver-listed GPU process's /proc/PID/stat (state, parent,
+  // CPU time, RSS) is read again; its lasting facts are read once, and the
+  // driver's list says at every look that it still runs (cached_collector.h).
+  int64_t process_stat_every_ms = 10'000;
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
   // Run the queue (socket, store, jobs). Off: a node that only shows its
   // GPUs (--no-queue): no store and no jobs; the socket (history, usage,

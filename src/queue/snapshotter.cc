@@ -9,10 +9,11 @@
 namespace gw::queue {
 
 Snapshotter::Snapshotter(collect::CollectOptions options, const Clock& clock,
-                         KernelLogReading kernel_log, int64_t holder_scan_every_ms)
+                         KernelLogReading kernel_log, int64_t holder_scan_every_ms,
+                         int64_t process_stat_every_ms)
     : clock_(clock),
       kernel_log_(std::move(kernel_log)),
-      collector_(std::move(options), holder_scan_every_ms, &clock),
+      collector_(std::move(options), holder_scan_every_ms, &clock, process_stat_every_ms),
       wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   thread_ = std::thread([this] { Loop(); });
 }

@@ -7,7 +7,8 @@
 // diagnosed and kept in the history) is a full one — with the device-file
 // holder scan of every process's open files — every holder_scan_every_ms;
 // between those it carries the holders the last scan found. The queue's
-// quick looks while jobs wait never scan.
+// quick looks while jobs wait never scan. A driver-listed process's stat is
+// read every process_stat_every_ms (0: at every look).
 //
 // The loop polls fd(): it becomes readable when a look is ready (Take()).
 #ifndef GPUWARDEN_QUEUE_SNAPSHOTTER_H_
@@ -46,7 +47,7 @@ class Snapshotter {
   // `clock` must outlive the worker (it is read on the worker's thread, so
   // it must be safe to read from two threads: RealClock is).
   Snapshotter(collect::CollectOptions options, const Clock& clock, KernelLogReading kernel_log = {},
-              int64_t holder_scan_every_ms = 60'000);
+              int64_t holder_scan_every_ms = 60'000, int64_t process_stat_every_ms = 0);
   ~Snapshotter();  // Waits for a look in progress.
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
