@@ -185,6 +185,7 @@ class DaemonImpl final : public Daemon {
 
   int Run() override {
     const Clock& clock = *parts_.clock;
+    WaitForFirstLook();
     while (!stop_) {
       std::vector<pollfd> fds;
       fds.push_back({signal_fd_.get(), POLLIN, 0});
@@ -240,6 +241,28 @@ class DaemonImpl final : public Daemon {
   }
 
  private:
+  // Requests wait in the socket's backlog until the first look is in, at
+  // most one look's deadline: a submit is then checked against the server's
+  // GPUs (admission), never against none, and `queue` never answers "0
+  // GPUs" because it asked too early.
+  void WaitForFirstLook() {
+    const Clock& clock = *parts_.clock;
+    const int64_t until = clock.MonotonicMs() + o_.collect.deadline_ms + kFirstLookSlackMs;
+    for (;;) {
+      const int64_t left = until - clock.MonotonicMs();
+      if (left <= 0) return;
+      pollfd fd{snapshots_->fd(), POLLIN, 0};
+      const int n = poll(&fd, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (n < 0 && errno != EINTR) return;
+      if (n > 0) {
+        if (auto look = snapshots_->Take()) {
+          OnLook(std::move(*look));
+          return;
+        }
+      }
+    }
+  }
+
   // A full look is judged here, once, for everything the daemon serves: the
   // queue's idle holders and unhealthy GPUs, and the metrics.
   void OnLook(Snapshotter::Look look) {

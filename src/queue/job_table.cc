@@ -441,7 +441,14 @@ Status JobTable::Recover() {
 
 int64_t JobTable::PollIntervalMs(int64_t waiting_ms, int64_t idle_ms) const {
   for (const auto& [id, j] : active_) {
-    if (j.state == JobState::kQueued) return waiting_ms;
+    if (j.state != JobState::kQueued) continue;
+    const WaitReason* why = FindWaiting(last_, id);
+    if (why == nullptr) return waiting_ms;  // Not through a pass yet.
+    const std::string& code = why->code;
+    if (code != "window" && code != "dependency" && code != "user_limit" && code != "held" &&
+        code != "never_fits") {
+      return waiting_ms;
+    }
   }
   return idle_ms;
 }

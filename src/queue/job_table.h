@@ -159,7 +159,11 @@ class JobTable {
   // True once since the last call when a job started or ended: its memory
   // changed, so the loop should look at the GPUs at once.
   bool TakeLookRequest();
-  // While jobs wait the GPUs are read every `waiting_ms`, else `idle_ms`.
+  // While a job waits for the GPUs the GPUs are read every `waiting_ms`,
+  // else every `idle_ms`. A job that waits only for its window, for another
+  // job or for its owner's own jobs to end (by the last pass) does not count:
+  // no look at the GPUs can start it, and the events that can run a pass
+  // of their own.
   int64_t PollIntervalMs(int64_t waiting_ms, int64_t idle_ms) const;
 
  private:

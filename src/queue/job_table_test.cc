@@ -165,6 +165,36 @@ TEST_F(JobTableTest, AJobRunsAndItsEndIsRecordedAndLogged) {
   EXPECT_THAT(sup_.calls, Contains("Reap " + std::to_string(*Stored(id).supervisor_pid)));
 }
 
+// The GPUs are read every --poll-ms only while a job waits for them; a job
+// that waits for its window or for another job does not need them read.
+TEST_F(JobTableTest, TheGpusAreReadOftenOnlyWhileAJobWaitsForThem) {
+  constexpr int64_t kOften = 20, kIdle = 1000;
+  EXPECT_EQ(table_->PollIntervalMs(kOften, kIdle), kIdle);  // Nothing waits.
+  // A window that opens two hours from now (local time), for a minute.
+  const time_t now_s = static_cast<time_t>(clock_.NowUnixMs() / 1000);
+  struct tm local {};
+  ASSERT_NE(localtime_r(&now_s, &local), nullptr);
+  const int opens = (local.tm_hour * 60 + local.tm_min + 120) % 1440;
+  Job later = NewJob();
+  later.spec.window = TimeWindow{opens, (opens + 1) % 1440};
+  const JobId windowed = SubmitOk(later);
+  EXPECT_EQ(table_->PollIntervalMs(kOften, kIdle), kOften);  // Not through a pass yet.
+  Look();
+  EXPECT_EQ(Live(windowed).state, JobState::kQueued);
+  EXPECT_EQ(table_->PollIntervalMs(kOften, kIdle), kIdle);  // Waits for its window only.
+  Job after = NewJob();
+  after.spec.after = {windowed};
+  const JobId dependent = SubmitOk(after);
+  Look();
+  EXPECT_EQ(Live(dependent).state, JobState::kQueued);
+  EXPECT_EQ(table_->PollIntervalMs(kOften, kIdle), kIdle);  // And one for that job.
+  // Three one-GPU jobs on two GPUs: the third waits for a GPU to free.
+  for (int i = 0; i < 3; ++i) SubmitOk(NewJob(1));
+  Look();
+  EXPECT_EQ(sup_.Count("Launch"), 2);
+  EXPECT_EQ(table_->PollIntervalMs(kOften, kIdle), kOften);
+}
+
 TEST_F(JobTableTest, PassesAreSpacedOutWhileRequestsStreamAndALoneOneRunsAtOnce) {
   NewTable(/*grace_s=*/10, /*min_pass_interval_ms=*/5);
   const JobId first = SubmitOk(NewJob());

@@ -222,6 +222,19 @@ TEST(QueueClientE2e, ACommandThatDoesNotExistIsRefusedAtSubmit) {
   EXPECT_EQ(jobs.size(), 1u) << jobs.dump(2);
 }
 
+// A daemon that has just started answers once its first look at the GPUs is
+// in, so a submit sent the moment its socket exists is still checked against
+// them. init-hang.json: nvmlInit takes 60 s, scaled here to 0.6 s (under the
+// look's 2-s deadline); two 80 GiB A100s.
+TEST(QueueClientE2e, ASubmitAtStartWaitsForTheFirstLookAndIsChecked) {
+  QueueServer q("init-hang.json");
+  q.extra_env["GPUWARDEN_SIM_BLOCK_SCALE"] = "0.01";
+  ASSERT_TRUE(q.Start(/*answering=*/false));
+  RunResult r = q.Gw({"run", "--detach", "--gpus", "3", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, kExitUnsatisfiable) << Trace(r);
+  EXPECT_TRUE(Contains(r.err, "--gpus 3: this server has 2 GPUs")) << Trace(r);
+}
+
 // The daemon's admission (queue/admission.h, called at submit): more GPUs
 // than the server has, more memory than its GPUs have, --after a job that
 // does not exist. queue-two-free.json: two 80 GiB GPUs.

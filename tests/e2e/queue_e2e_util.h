@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -236,11 +238,17 @@ class QueueServer {
   std::string marker() const { return "GW_QUEUE_E2E_DIR=" + dir(); }
   pid_t pid() const { return pid_; }
   int starts() const { return starts_; }
+  // Set in the daemon's environment at its next Start (e.g.
+  // GPUWARDEN_SIM_BLOCK_SCALE).
+  std::map<std::string, std::string> extra_env;
+
   // Starts gpuwardend (as the test's user) and waits until it answers
-  // `hello`. On failure the message holds the daemon's log.
-  ::testing::AssertionResult Start() {
+  // `hello`, or with answering false only until its socket exists. On
+  // failure the message holds the daemon's log.
+  ::testing::AssertionResult Start(bool answering = true) {
     if (pid_ > 0) return ::testing::AssertionFailure() << "already running";
     RunOptions o;
+    for (const auto& [k, v] : extra_env) o.env[k] = v;
     o.env["GPUWARDEN_SIM_PROCESS_DIR"] = reg();
     o.env["GPUWARDEN_SIM_START"] = NowSecondsString();
     o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
@@ -279,7 +287,10 @@ class QueueServer {
         pid_ = -1;
         return ::testing::AssertionFailure() << "gpuwardend exited at start:\n" << Log();
       }
-      if (auto c = RawConnection::Open(socket())) {
+      if (!answering && access(socket().c_str(), F_OK) == 0) {
+        return ::testing::AssertionSuccess();
+      }
+      if (auto c = answering ? RawConnection::Open(socket()) : nullptr) {
         std::optional<nlohmann::json> r = c->Call({{"v", 1}, {"op", "hello"}}, 10);
         if (r && r->value("ok", false)) return ::testing::AssertionSuccess();
       }
