@@ -635,13 +635,15 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
     idle[{f.gpus.front(), f.pids.front()}] = HeldBytes(f);
   }
   std::map<std::string, UserHolding> by_user;
-  std::map<std::pair<std::string, unsigned>, bool> all_idle;  // (user, GPU) -> every process idle
+  // (user, GPU) -> every process idle; by the user's entry in by_user (map
+  // values stay put), not a copy of the name for every process.
+  std::map<std::pair<UserHolding*, unsigned>, bool> all_idle;
   for (const Gpu& gpu : latest.gpus) {
     for (const GpuProcess& p : gpu.processes) {
       const HostProcess* host = FindHost(latest, p.pid);
-      std::string user = UserText(host);
-      UserHolding& h = by_user[user];
-      h.user = user;
+      auto [entry, added] = by_user.try_emplace(UserText(host));
+      UserHolding& h = entry->second;
+      if (added) h.user = entry->first;
       if (host != nullptr && host->uid) h.uid = host->uid;
       h.gpus.push_back(gpu.index);
       h.pids.push_back(p.pid);
@@ -652,12 +654,12 @@ std::vector<UserHolding> ComputeUserHoldings(const Snapshot& latest,
       }
       const auto it = idle.find({gpu.index, p.pid});
       if (it != idle.end()) h.idle_vram_bytes += it->second;
-      auto at = all_idle.try_emplace({user, gpu.index}, true).first;
+      auto at = all_idle.try_emplace({&h, gpu.index}, true).first;
       at->second = at->second && it != idle.end();
     }
   }
   for (const auto& [key, every] : all_idle) {
-    if (every) by_user[key.first].idle_gpus.push_back(key.second);
+    if (every) key.first->idle_gpus.push_back(key.second);
   }
   std::vector<UserHolding> out;
   for (auto& [user, h] : by_user) {
