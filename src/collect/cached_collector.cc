@@ -15,10 +15,6 @@
 namespace gw::collect {
 namespace {
 
-// The least time the /proc reads of a look get (at most half the deadline),
-// however long NVML took; as Collect's.
-constexpr int64_t kProcReadMinBudgetMs = 1000;
-
 void SortUnique(std::vector<pid_t>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -225,10 +221,8 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
   for (const Gpu& gpu : snapshot.gpus) {
     for (const GpuProcess& p : gpu.processes) listed.push_back(p.pid);
   }
-  // The reads get at least their own share of the deadline, however long
-  // NVML took: a timeout reported here is then /proc's, never NVML's.
-  const int64_t left = std::max(options.deadline_ms - (clock.MonotonicMs() - start),
-                                std::min<int64_t>(options.deadline_ms / 2, kProcReadMinBudgetMs));
+  const int64_t left =
+      ProcReadBudgetMs(options.deadline_ms, options.deadline_ms - (clock.MonotonicMs() - start));
   struct Found {
     std::optional<DeviceHolders> scan;
     std::map<pid_t, HostProcess> processes;

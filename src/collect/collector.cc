@@ -17,10 +17,6 @@
 namespace gw::collect {
 namespace {
 
-// The least time the reads of the driver-listed processes get (at most half
-// the deadline), however long NVML took.
-constexpr int64_t kProcReadMinBudgetMs = 1000;
-
 struct HostScan {
   DeviceHolders found;
   std::map<pid_t, HostProcess> processes;
@@ -51,6 +47,11 @@ std::set<pid_t> DriverListedPids(const Snapshot& snapshot) {
 }
 
 }  // namespace
+
+int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms) {
+  constexpr int64_t kMinBudgetMs = 1000;
+  return std::max(remaining_ms, std::min<int64_t>(deadline_ms / 2, kMinBudgetMs));
+}
 
 DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid) {
   DeviceHolders out;
@@ -187,11 +188,9 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock) {
       if (!host.count(pid)) missing.insert(pid);
     }
     if (!missing.empty()) {
-      // These reads start only once NVML has answered. A probe whose NVML part
-      // used the whole deadline (a hung GPU) still gives them a budget of
-      // their own: a timeout reported here is then /proc's, never NVML's.
-      const int64_t budget_ms = std::max(
-          remaining_ms(), std::min<int64_t>(options.deadline_ms / 2, kProcReadMinBudgetMs));
+      // These reads start only once NVML has answered; a probe whose NVML
+      // part used the whole deadline (a hung GPU) still gives them a budget.
+      const int64_t budget_ms = ProcReadBudgetMs(options.deadline_ms, remaining_ms());
       auto read = RunWithDeadline<std::map<pid_t, HostProcess>>(
           [root = options.proc_root, missing, now_unix_ms] {
             proc::ProcReader reader(root);

@@ -58,6 +58,12 @@ Snapshot Collect(const CollectOptions& options, const Clock& clock);
 // a caller passes to an nvml::ProbeSession it keeps for CollectOptions::nvml_session.
 nvml::ProbeOptions NvmlProbeOptions(const CollectOptions& options);
 
+// The time the /proc reads of a look get once NVML has answered: what is
+// left of the deadline, but at least half the deadline up to a second,
+// however long NVML took, so that a timeout reported for them is /proc's,
+// never NVML's.
+int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms);
+
 // Every process that holds one of the NVIDIA device files (the "fuser" view),
 // with the files it holds, except `exclude_pid`; errors (the scan failed, or
 // some processes' open files could not be read) as Snapshot::errors takes
