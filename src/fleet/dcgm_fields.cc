@@ -7,8 +7,6 @@ namespace {
 
 using O = std::optional<double>;
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 template <typename T>
 O Num(const std::optional<T>& v) {
   if (!v) return std::nullopt;

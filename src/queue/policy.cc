@@ -459,6 +459,19 @@ std::string NeedText(const Need& need) {
   return s;
 }
 
+// A pass's head of line and what is kept for it. Outside Pass: clang cannot
+// default-construct (std::optional::emplace) a class nested in the class
+// that holds it when its members have initialisers.
+struct Head {
+  uint32_t entry = 0;  // Index into hot_ / jobs_.
+  Need need;
+  bool reserved = false;       // S and `projected` are set.
+  std::optional<int64_t> at;   // Shadow time T.
+  Mask gpus = 0;               // S.
+  Rooms projected;             // The GPUs at T (or once the queue drains).
+  std::vector<JobId> victims;  // Preempted for it in this pass.
+};
+
 class Pass {
  public:
   explicit Pass(const QueueView& view)
@@ -482,17 +495,6 @@ class Pass {
   }
 
  private:
-  // The head of line and what is kept for it.
-  struct Head {
-    uint32_t entry = 0;  // Index into hot_ / jobs_.
-    Need need;
-    bool reserved = false;       // S and `projected` are set.
-    std::optional<int64_t> at;   // Shadow time T.
-    Mask gpus = 0;               // S.
-    Rooms projected;             // The GPUs at T (or once the queue drains).
-    std::vector<JobId> victims;  // Preempted for it in this pass.
-  };
-
   void LoadRunning() {
     holders_.reserve(view_.running.size() + 16);
     for (const RunningJob& job : view_.running) {
