@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
+
 namespace gw {
 namespace {
 
@@ -60,12 +62,19 @@ int SizeUnitPower(std::string_view unit) {
   return static_cast<int>(idx) + 1;
 }
 
+// The input and the reason (which may quote part of it) are sanitised: the
+// message is one line a terminal prints as it is, whatever bytes were typed
+// or sent to the daemon.
 Error SizeError(std::string_view code, std::string_view text, std::string_view why) {
-  return MakeError(std::string(code), fmt::format("invalid size \"{}\": {}", text, why));
+  return MakeError(
+      std::string(code),
+      fmt::format("invalid size \"{}\": {}", SanitizeForTerminal(text), SanitizeForTerminal(why)));
 }
 
 Error DurationError(std::string_view code, std::string_view text, std::string_view why) {
-  return MakeError(std::string(code), fmt::format("invalid duration \"{}\": {}", text, why));
+  return MakeError(std::string(code),
+                   fmt::format("invalid duration \"{}\": {}", SanitizeForTerminal(text),
+                               SanitizeForTerminal(why)));
 }
 
 }  // namespace

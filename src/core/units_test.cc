@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/text.h"
+
 namespace gw {
 namespace {
 
@@ -132,6 +134,20 @@ TEST(ParseDuration, ErrorsNameTheInput) {
   auto r = ParseDuration("99999999999999999999d");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "out_of_range");
+}
+
+// Found by fuzz_units (fuzz/corpus/units/regression-del-byte-in-unit): the message quoted the
+// input's bytes raw, so a control byte in a flag or a request reached the terminal.
+TEST(ParseSizeAndDuration, ErrorsQuoteTheInputSanitised) {
+  for (const std::string bad : {"3\x7fm", "1\nfake line", "2\x1b[2J", "5\xff"}) {
+    const Result<uint64_t> size = ParseSize(bad);
+    const Result<double> duration = ParseDuration(bad);
+    ASSERT_FALSE(size.ok() || duration.ok()) << bad;
+    for (const std::string& message : {size.error().message, duration.error().message}) {
+      EXPECT_EQ(message.find_first_of("\n\x7f\x1b\xff"), std::string::npos) << message;
+      EXPECT_NE(message.find(SanitizeForTerminal(bad)), std::string::npos) << message;
+    }
+  }
 }
 
 }  // namespace

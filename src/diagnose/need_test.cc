@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/text.h"
 #include "diagnose/rules.h"
 
 namespace gw::diagnose {
@@ -59,6 +60,18 @@ TEST(ParseNeedTest, OutOfRange) {
     ASSERT_FALSE(n.ok());
     EXPECT_EQ(n.error().code, "out_of_range");
     EXPECT_NE(n.error().message.find(bad), std::string::npos);
+  }
+}
+
+// Found by fuzz_units: the message quoted the input raw (see units_test.cc).
+TEST(ParseNeedTest, BadInputIsQuotedSanitised) {
+  for (const std::string bad : {"2x\x1b[2J", "3\x7fm", "1\nx20G", "\xffx1G"}) {
+    Result<NeedRequest> n = ParseNeed(bad);
+    ASSERT_FALSE(n.ok()) << bad;
+    EXPECT_EQ(n.error().message.find_first_of("\n\x7f\x1b\xff"), std::string::npos)
+        << n.error().message;
+    EXPECT_NE(n.error().message.find(SanitizeForTerminal(bad)), std::string::npos)
+        << n.error().message;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "diagnose/rule_context.h"
 
@@ -83,7 +84,8 @@ constexpr unsigned kMaxNeedGpus = 1024;
 }  // namespace
 
 Result<NeedRequest> ParseNeed(std::string_view text) {
-  const std::string quoted = fmt::format("\"{}\"", text);
+  // Sanitised: the message stays one line whatever bytes were given.
+  const std::string quoted = fmt::format("\"{}\"", SanitizeForTerminal(text));
   auto malformed = [&](std::string_view why) {
     return MakeError("malformed",
                      fmt::format("need {}: {}; expected SIZE or NxSIZE with an optional "
@@ -123,7 +125,7 @@ Result<NeedRequest> ParseNeed(std::string_view text) {
     if (bytes.error().code == "out_of_range") {
       return MakeError("out_of_range", fmt::format("need {}: the size is too large", quoted));
     }
-    return malformed(fmt::format("\"{}\" is not a size", rest));
+    return malformed(fmt::format("\"{}\" is not a size", SanitizeForTerminal(rest)));
   }
   if (*bytes == 0) {
     return MakeError("out_of_range", fmt::format("need {}: the size must be above 0", quoted));
