@@ -9,6 +9,8 @@ packages=(
   libtomlplusplus-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev psmisc procps tmux
+  # The fuzz targets (fuzz/, docs/reliability.md): clang with libFuzzer, ASan and UBSan.
+  clang-14 libfuzzer-14-dev
   # A real Slurm for the cluster tests (tests/e2e/slurm_cluster.h): the controller, the node
   # daemon, the clients and munge, all started by the tests themselves.
   munge slurmctld slurmd slurm-client

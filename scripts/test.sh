@@ -22,3 +22,15 @@ run_suite() {
 run_suite build
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
+
+# The fuzz targets (fuzz/, docs/reliability.md): clang under ASan and UBSan,
+# only the targets and the libraries they link, then each target on its seeds
+# and regression inputs and a few seconds of mutation.
+echo "== building build-fuzz (clang-14, -DGW_FUZZ=ON)"
+fuzz_start=$(date +%s)
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DGW_FUZZ=ON -DGW_BUILD_TESTS=OFF -DGW_BUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz
+echo "== fuzzing build-fuzz (smoke)"
+./scripts/fuzz_smoke.sh build-fuzz 4
+echo "== fuzz stage: $(($(date +%s) - fuzz_start)) s"

@@ -1,0 +1,50 @@
+# Sourced by scripts/fuzz_smoke.sh and scripts/fuzz_long.sh: the fuzz
+# targets, their dictionaries and their seeds (docs/reliability.md).
+
+# Every target, cheap ones first.
+GW_FUZZ_TARGETS=(units history_point config slurm_text slurm_json nvrm kernel_log_files
+                 scenario nvsmi_xml daemon_requests)
+
+# The dictionary of a target, or nothing.
+gw_fuzz_dict() {
+  case $1 in
+    nvsmi_xml) echo fuzz/dict/nvsmi_xml.dict ;;
+    nvrm | kernel_log_files) echo fuzz/dict/kernel_log.dict ;;
+    daemon_requests) echo fuzz/dict/protocol.dict ;;
+  esac
+}
+
+# libFuzzer's -max_len for a target, or nothing (then the largest seed's size):
+# what people type is short, and records and config files are small.
+gw_fuzz_max_len() {
+  case $1 in
+    units) echo 64 ;;
+    history_point | config) echo 4096 ;;
+  esac
+}
+
+# gw_fuzz_seeds TARGET DIR: copies the target's seeds into DIR (made anew):
+# the inputs of the tests and the research captures in ../shared/research/samples
+# (when that folder is there). fuzz/corpus/TARGET (hand-made seeds and every
+# regression input) is passed to the fuzzer as a folder of its own.
+gw_fuzz_seeds() {
+  local target=$1 dir=$2 samples=../shared/research/samples
+  rm -rf "$dir" && mkdir -p "$dir"
+  local files=()
+  shopt -s nullglob
+  case $target in
+    nvsmi_xml)
+      files=(tests/corpus/*/dump.xml src/import/testdata/* "$samples"/*.xml "$samples"/0[45]_*.txt) ;;
+    nvrm | kernel_log_files)
+      files=(tests/corpus/*/kernel.log "$samples"/kernel-log_*.log) ;;
+    scenario) files=(scenarios/*.json) ;;
+    slurm_text) files=(src/slurm/testdata/*.txt "$samples"/slurm-22.05/*.txt) ;;
+    slurm_json) files=(src/slurm/testdata/*.json "$samples"/slurm-22.05/*.json) ;;
+  esac
+  shopt -u nullglob
+  local f
+  for f in "${files[@]}"; do
+    # Flattened names: tests/corpus/<case>/dump.xml are all called dump.xml.
+    cp "$f" "$dir/$(echo "$f" | tr '/' '_')"
+  done
+}
