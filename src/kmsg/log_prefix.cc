@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include <limits>
+
 namespace gw::kmsg {
 namespace {
 
@@ -21,13 +23,17 @@ struct Cursor {
     ++i;
     return true;
   }
-  // Reads 1..max_digits decimal digits (exactly `max_digits` when exact).
+  // Reads 1..max_digits decimal digits (exactly `max_digits` when exact). A
+  // number too large for int64_t is no number: a /dev/kmsg header's fields
+  // may have 20 digits, and a line can say anything.
   bool Number(int max_digits, int64_t* out, bool exact = false, int* ndigits = nullptr) {
     size_t j = i;
     int64_t v = 0;
     int n = 0;
     while (j < s.size() && n < max_digits && s[j] >= '0' && s[j] <= '9') {
-      v = v * 10 + (s[j] - '0');
+      const int digit = s[j] - '0';
+      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return false;
+      v = v * 10 + digit;
       ++j;
       ++n;
     }

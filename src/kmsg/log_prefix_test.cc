@@ -86,6 +86,17 @@ TEST(KmsgLinePrefix, KmsgAndLevels) {
   EXPECT_DOUBLE_EQ(*P("kern  :warn  : [   12.500000] ").monotonic_s, 12.5);  // dmesg -x.
 }
 
+// A header field may have 20 digits; one past int64_t's range overflowed while
+// it was read (undefined behaviour, UBSan in the fuzz build:
+// fuzz/corpus/nvrm/regression-kmsg-usec-20-digits). It is no header.
+TEST(KmsgLinePrefix, AHeaderNumberPastInt64IsNoHeader) {
+  EXPECT_EQ(ParseKmsgHeaderUsec("6,1,9223372036854775807,-"), INT64_MAX);
+  EXPECT_FALSE(ParseKmsgHeaderUsec("6,1,9223372036854775808,-"));
+  EXPECT_FALSE(ParseKmsgHeaderUsec("6,1,99999999999999999999,-"));
+  EXPECT_FALSE(ParseKmsgHeaderUsec("6,99999999999999999999,1,-"));
+  EXPECT_FALSE(P("6,1,99999999999999999999,-;", 0, 1'000'000).monotonic_s);
+}
+
 TEST(KmsgLinePrefix, GarbageHasNoTime) {
   for (std::string_view g : {"\x01\x02\xff", "[", "[ 12.", "2024-13-40T99:99:99 ", "Foo 1 ",
                              "Aug 99 11:43:09 h kernel: ", "[Fri Aug 30 11:43:09 24] "}) {
