@@ -35,12 +35,13 @@ ProcessCache::~ProcessCache() {
   }
 }
 
-void ProcessCache::Drop(std::map<pid_t, Entry>::iterator it) {
+std::map<pid_t, ProcessCache::Entry>::iterator ProcessCache::Drop(
+    std::map<pid_t, Entry>::iterator it) {
   if (it->second.stat_fd >= 0) {
     close(it->second.stat_fd);
     --open_files_;
   }
-  cache_.erase(it);
+  return cache_.erase(it);
 }
 
 void ProcessCache::ScheduleStat(pid_t pid, Entry& entry, int64_t now_unix_ms, bool spread) {
@@ -81,19 +82,39 @@ std::optional<std::string> ProcessCache::ReadStat(pid_t pid, Entry* entry) {
 }
 
 std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int64_t now_unix_ms,
-                                                   std::vector<pid_t> listed) {
+                                                   std::vector<pid_t> listed,
+                                                   std::map<pid_t, HostProcess> spare) {
   // Sorted vectors rather than sets: this runs at every look, over every GPU
   // process.
   SortUnique(pids);
   SortUnique(listed);
-  auto has = [](const std::vector<pid_t>& v, pid_t pid) {
-    return std::binary_search(v.begin(), v.end(), pid);
-  };
   std::map<pid_t, HostProcess> out;
+  // Each result goes into a node of `spare` when one is left, taken in PID
+  // order: with the same processes from look to look, a node gets the same
+  // process again and its strings are copied into the room they had, with no
+  // allocation.
+  auto put = [&](pid_t pid, auto&& process) {
+    if (spare.empty()) {
+      out.emplace_hint(out.end(), pid, std::forward<decltype(process)>(process));
+      return;
+    }
+    auto node = spare.extract(spare.begin());
+    node.key() = pid;
+    node.mapped() = std::forward<decltype(process)>(process);
+    out.insert(out.end(), std::move(node));
+  };
+  // One walk over the cache beside the sorted PIDs, not a search a PID: the
+  // cache's nodes are cold a second after the last look, and a search costs
+  // a cache miss a level of the tree. Entries for PIDs not asked for are
+  // dropped on the way.
+  auto it = cache_.begin();
+  size_t listed_at = 0;
   for (pid_t pid : pids) {
-    auto it = cache_.find(pid);
-    Entry* entry = it == cache_.end() ? nullptr : &it->second;
-    if (entry != nullptr && entry->process.start_ticks && has(listed, pid) &&
+    while (it != cache_.end() && it->first < pid) it = Drop(it);
+    Entry* entry = it != cache_.end() && it->first == pid ? &it->second : nullptr;
+    while (listed_at < listed.size() && listed[listed_at] < pid) ++listed_at;
+    const bool is_listed = listed_at < listed.size() && listed[listed_at] == pid;
+    if (entry != nullptr && entry->process.start_ticks && is_listed &&
         now_unix_ms < entry->stat_due_ms && entry->stat_due_ms - now_unix_ms <= stat_every_ms_) {
       // Vouched for by the driver and read recently enough: only its age
       // moves on. (A due time further off than one interval: the clock went
@@ -103,17 +124,21 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
         p.age_s =
             static_cast<double>(std::max<int64_t>(0, now_unix_ms - *p.start_time_unix_ms)) / 1000.0;
       }
-      out.emplace(pid, p);
+      put(pid, std::as_const(p));
+      ++it;
       continue;
     }
     auto text = ReadStat(pid, entry);
     ++stat_reads_;
     if (!text) {
-      if (it != cache_.end()) Drop(it);
+      if (entry != nullptr) it = Drop(it);
       continue;
     }
     auto stat = proc::ParseStat(*text);
-    if (!stat.ok()) continue;
+    if (!stat.ok()) {
+      if (entry != nullptr) ++it;
+      continue;
+    }
     if (entry != nullptr && entry->process.start_ticks == stat->start_ticks) {
       HostProcess& p = entry->process;
       p.state = proc::StateFromChar(stat->state);
@@ -144,33 +169,28 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
         p.rss_bytes = static_cast<uint64_t>(stat->rss_pages) * static_cast<uint64_t>(page_size_);
       }
       ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/false);
-      out.emplace(pid, p);
+      put(pid, std::as_const(p));
+      ++it;
       continue;
     }
     // New to the cache, or the PID names another process now.
     auto full = reader_.ReadProcess(pid, now_unix_ms);
     ++full_reads_;
     if (!full.ok()) {
-      if (it != cache_.end()) Drop(it);
+      if (entry != nullptr) it = Drop(it);
       continue;
     }
     if (entry == nullptr) {
-      entry = &cache_[pid];
+      it = cache_.emplace_hint(it, pid, Entry{});
+      entry = &it->second;
       ReadStat(pid, entry);  // Keeps its stat file open for the next ticks.
     }
     entry->process = *full;
     ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/true);
-    out.emplace(pid, std::move(*full));
+    put(pid, std::move(*full));
+    ++it;
   }
-  for (auto it = cache_.begin(); it != cache_.end();) {
-    if (has(pids, it->first)) {
-      ++it;
-    } else {
-      auto next = std::next(it);
-      Drop(it);
-      it = next;
-    }
-  }
+  while (it != cache_.end()) it = Drop(it);
   return out;
 }
 
@@ -241,8 +261,14 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
           out.scan = ScanDeviceHolders(options, self);
           for (const auto& [pid, files] : out.scan->holders) pids.push_back(pid);
         }
+        std::map<pid_t, HostProcess> spare;
+        {
+          std::lock_guard<std::mutex> lock(shared->spare_mu);
+          spare.swap(shared->spare);
+        }
         std::lock_guard<std::mutex> lock(shared->mu);
-        out.processes = shared->cache.Refresh(std::move(pids), now_unix, std::move(listed));
+        out.processes =
+            shared->cache.Refresh(std::move(pids), now_unix, std::move(listed), std::move(spare));
         return out;
       },
       left);
@@ -277,6 +303,12 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
   }
   collect::AttachHostProcesses(snapshot, std::move(found->processes), holders);
   return snapshot;
+}
+
+void CachedCollector::Recycle(std::map<pid_t, HostProcess> processes) {
+  // Freed outside the lock when there is a spare set already.
+  std::lock_guard<std::mutex> lock(shared_->spare_mu);
+  if (shared_->spare.size() < processes.size()) std::swap(shared_->spare, processes);
 }
 
 }  // namespace gw::collect

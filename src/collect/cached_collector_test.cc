@@ -1,15 +1,19 @@
 #include "collect/cached_collector.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "core/clock.h"
@@ -25,6 +29,19 @@ pid_t StartSleeper() {
     _exit(127);
   }
   return pid;
+}
+
+// Until the child has become sleep: before its exec it reads as a copy of
+// this process.
+bool WaitForExec(pid_t pid) {
+  const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  for (int i = 0; i < 2000; ++i) {
+    char target[256];
+    const ssize_t n = readlink(exe.c_str(), target, sizeof target);
+    if (n > 0 && std::string_view(target, static_cast<size_t>(n)).ends_with("/sleep")) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 void Reap(pid_t pid) {
@@ -58,6 +75,65 @@ TEST(ProcessCache, ReadsAProcessOnceThenOnlyItsStat) {
   // PIDs no longer asked for are forgotten, their files closed.
   EXPECT_TRUE(cache.Refresh({}, now + 7000).empty());
   EXPECT_EQ(cache.open_files(), 0u);
+}
+
+// A finished look's processes handed back as `spare` only lend their memory:
+// the result is the same as without them, whatever PIDs they held, and the
+// cache's walk beside the sorted PIDs adds, keeps and drops entries as a
+// search for each would.
+TEST(ProcessCache, SpareNodesLendTheirMemoryNotTheirContent) {
+  const pid_t a = StartSleeper(), b = StartSleeper(), c = StartSleeper();
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  ASSERT_GT(c, 0);
+  ASSERT_TRUE(WaitForExec(a));
+  ASSERT_TRUE(WaitForExec(b));
+  ASSERT_TRUE(WaitForExec(c));
+  ProcessCache plain("/proc"), recycled("/proc");
+  const int64_t now = RealClock().NowUnixMs();
+  // Spare nodes under other PIDs, with long strings that must not show through.
+  auto stale = [] {
+    std::map<pid_t, HostProcess> spare;
+    for (pid_t pid : {1, 2, 999'999, 999'998}) {
+      HostProcess& p = spare[pid];
+      p.pid = pid;
+      p.comm = std::string(100, 'x');
+      p.cmdline = {std::string(200, 'y'), "z"};
+      p.owner.cgroup_path = std::string(300, 'w');
+      p.exe = "/stale";
+    }
+    return spare;
+  };
+  const std::vector<std::vector<pid_t>> rounds = {
+      {c, a}, {a, b, c, getpid()}, {b}, {getpid(), c, a}, {}};
+  int64_t t = now;
+  for (const auto& pids : rounds) {
+    t += 1000;
+    auto want = plain.Refresh(pids, t);
+    auto got = recycled.Refresh(pids, t, {}, stale());
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [pid, p] : want) {
+      SCOPED_TRACE(pid);
+      ASSERT_EQ(got.count(pid), 1u);
+      const HostProcess& g = got.at(pid);
+      EXPECT_EQ(g.pid, pid);
+      EXPECT_EQ(g.comm, p.comm);
+      EXPECT_EQ(g.cmdline, p.cmdline);
+      EXPECT_EQ(g.exe, p.exe);
+      EXPECT_EQ(g.owner.cgroup_path, p.owner.cgroup_path);
+      EXPECT_EQ(g.start_ticks, p.start_ticks);
+      EXPECT_EQ(g.age_s, p.age_s);
+    }
+    EXPECT_EQ(recycled.open_files(), plain.open_files());
+    EXPECT_EQ(recycled.full_reads(), plain.full_reads());
+  }
+  EXPECT_EQ(recycled.open_files(), 0u);
+  // Only a process new to the cache was read in full: c, a, b and this one,
+  // then this one, c and a again (the round of b alone dropped them).
+  EXPECT_EQ(recycled.full_reads(), 7u);
+  Reap(a);
+  Reap(b);
+  Reap(c);
 }
 
 // With stat_every_ms, a driver-listed process's stat is read again only when
@@ -176,6 +252,44 @@ TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {
   ASSERT_EQ(light.gpus[1].processes.size(), 1u);
   EXPECT_EQ(light.gpus[1].processes[0].pid, full.gpus[1].processes[0].pid);
   EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
+}
+
+// Recycle is called from the daemon's loop: it must not wait behind a look
+// whose /proc read is stuck (here a FIFO in place of a listed process's stat
+// file, which blocks its open until a writer comes).
+TEST(CachedCollector, RecycleDoesNotWaitForAStuckProcRead) {
+  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
+  char dir_template[] = "/tmp/gw_cached_collector.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string root = dir_template;
+  const std::string pid_dir = root + "/720440";  // Listed on GPU 1 by the scenario.
+  const std::string fifo = pid_dir + "/stat";
+  ASSERT_EQ(mkdir(pid_dir.c_str(), 0755), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  collect::CollectOptions options;
+  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.simulated = true;
+  options.proc_root = root;
+  options.deadline_ms = 1'500;
+  {
+    CachedCollector collector(options, /*full_every_ms=*/3'600'000);
+    Snapshot stuck = collector.Look(0);
+    EXPECT_TRUE(stuck.timed_out);
+    std::map<pid_t, HostProcess> spare;
+    spare[1].comm = "spare";
+    const auto start = std::chrono::steady_clock::now();
+    collector.Recycle(std::move(spare));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+    // A writer that comes and goes: the stuck open returns, the read sees
+    // the end, and the worker is free again.
+    const int writer = open(fifo.c_str(), O_WRONLY);
+    ASSERT_GE(writer, 0);
+    close(writer);
+  }
+  EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
+  unlink(fifo.c_str());
+  rmdir(pid_dir.c_str());
+  rmdir(root.c_str());
 }
 
 // A caller that looks often for the driver's view alone never pays for a

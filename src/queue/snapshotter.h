@@ -15,6 +15,7 @@
 #define GPUWARDEN_QUEUE_SNAPSHOTTER_H_
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -60,6 +61,9 @@ class Snapshotter {
   std::optional<Look> Take();
   // A look is asked for or in progress.
   bool busy();
+  // Hands back a taken look's processes once they are no longer needed
+  // (collect::CachedCollector::Recycle); any thread.
+  void Recycle(std::map<pid_t, HostProcess> processes) { collector_.Recycle(std::move(processes)); }
 
  private:
   void Loop();
