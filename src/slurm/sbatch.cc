@@ -193,8 +193,10 @@ Result<int64_t> ParseSbatchJobId(std::string_view out) {
   // Only the last line: sbatch may print warnings before it.
   if (const size_t nl = out.rfind('\n'); nl != std::string_view::npos) out.remove_prefix(nl + 1);
   const std::string_view id = out.substr(0, out.find(';'));
+  // Slurm's job ids start at 1: a 0 would be waited on as a job that never ends.
   if (id.empty() || id.size() > 18 ||
-      id.find_first_not_of("0123456789") != std::string_view::npos) {
+      id.find_first_not_of("0123456789") != std::string_view::npos ||
+      id.find_first_not_of('0') == std::string_view::npos) {
     return MakeError("malformed", "sbatch --parsable printed \"" +
                                       SanitizeForTerminal(std::string(out)) + "\", not a job id");
   }

@@ -180,6 +180,17 @@ TEST(ParseSbatchJobId, ParsableAnswersAndWhatIsNot) {
   }
 }
 
+// Found by fuzz_slurm_text (fuzz/corpus/slurm_text/regression-sbatch-job-id-zero):
+// a last line of zeros was job 0, which Slurm never gives.
+TEST(ParseSbatchJobId, ZeroIsNoJobId) {
+  for (const char* bad : {"0\n", "000;cluster\n", "sbatch: warning: x\n0\n"}) {
+    Result<int64_t> id = ParseSbatchJobId(bad);
+    ASSERT_FALSE(id.ok()) << bad;
+    EXPECT_EQ(id.error().code, "malformed");
+  }
+  EXPECT_EQ(ParseSbatchJobId("0100\n").value(), 100);
+}
+
 TEST(ParseScontrolRecord, ValuesRunToTheNextKey) {
   const auto r = ParseScontrolRecord(
       "JobId=42 JobName=my run UserId=root(0) GroupId=root(0) JobState=FAILED "
