@@ -20,6 +20,9 @@ packages=(
   # The metrics tests: a real Prometheus scrapes gpuwardend, promtool checks the
   # shipped rules (tests/e2e/metrics_e2e_test.cc). No service is enabled.
   prometheus
+  # The web page's test: a real headless Chromium loads the page from gpuwardend and reads its
+  # DOM over the DevTools pipe; libpng reads back its screenshots (tests/e2e/web_e2e_test.cc).
+  chromium libpng-dev
 )
 
 missing=()

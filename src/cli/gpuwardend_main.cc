@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cli/cli_options.h"
 #include "cli/exit_codes.h"
@@ -25,6 +26,7 @@
 #include "nvml/probe.h"
 #include "queue/daemon.h"
 #include "queue/protocol.h"
+#include "web/web_auth.h"
 
 namespace {
 
@@ -99,10 +101,16 @@ int Main(int argc, char** argv) {
   app.add_option("--max-gpus-per-user", o.table.policy.max_gpus_per_user,
                  "At most this many GPUs in use per user (0 = no limit)");
   app.add_option("--listen", listen,
-                 std::string("Serve Prometheus metrics over HTTP at HOST:PORT (alone: ") +
-                     gw::fleet::kDefaultListen + "; docs/metrics.md)")
+                 std::string("Serve the web page (/) and Prometheus metrics (/metrics) over HTTP "
+                             "at HOST:PORT (alone: ") +
+                     gw::fleet::kDefaultListen + "; docs/web.md, docs/metrics.md)")
       ->type_name("HOST:PORT")
       ->expected(0, 1);
+  std::string web_token_file;
+  app.add_option("--web-token-file", web_token_file,
+                 "Every HTTP request must carry the token on this file's first line (mode 600; "
+                 "docs/web.md)")
+      ->type_name("FILE");
   app.add_flag(
       "--no-queue", [&o](int64_t) { o.queue = false; },
       "Only look at the GPUs and serve --listen (and the history on the socket): no queue");
@@ -154,6 +162,18 @@ int Main(int argc, char** argv) {
       return gw::cli::kExitUsage;
     }
     o.listen = *address;
+  }
+  if (!web_token_file.empty()) {
+    if (!o.listen) {
+      std::fprintf(stderr, "gpuwardend: --web-token-file needs --listen (nothing is served)\n");
+      return gw::cli::kExitUsage;
+    }
+    auto token = gw::web::ReadTokenFile(web_token_file);
+    if (!token.ok()) {
+      std::fprintf(stderr, "gpuwardend: --web-token-file: %s\n", token.error().message.c_str());
+      return gw::cli::kExitBadInput;
+    }
+    o.web_token = std::move(*token);
   }
   if (!o.queue && !o.listen) {
     std::fprintf(stderr, "gpuwardend: --no-queue needs --listen (nothing would be served)\n");

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -17,9 +18,15 @@
 namespace gw::fleet {
 namespace {
 
-// Two request threads: a scrape and a person's page at once; more clients wait.
-constexpr size_t kThreads = 2;
+// A thread serves one connection for as long as it is kept alive, and a
+// browser keeps up to six open to one server: with two threads the page's
+// third request (and a scrape) waited up to kKeepAliveS for a thread. Eight
+// threads take a browser's connections and a scrape; more clients wait.
+constexpr size_t kThreads = 8;
 constexpr time_t kTimeoutS = 5;
+// An idle kept-alive connection gives its thread back this fast (the page
+// asks again every second, so its own connections stay in use).
+constexpr time_t kKeepAliveS = 2;
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // GET only: nothing legitimate is larger.
 
 bool IsIp(const std::string& host, int family) {
@@ -29,7 +36,8 @@ bool IsIp(const std::string& host, int family) {
 
 class HttpListenerImpl final : public HttpListener {
  public:
-  explicit HttpListenerImpl(std::map<std::string, HttpRoute> routes) : routes_(std::move(routes)) {}
+  HttpListenerImpl(std::map<std::string, HttpRoute> routes, HttpGate gate)
+      : routes_(std::move(routes)), gate_(std::move(gate)) {}
   ~HttpListenerImpl() override {
     // stop() reaches a server that is listening; one whose thread has not
     // begun to listen yet would miss it and listen for ever: wait for either.
@@ -44,7 +52,7 @@ class HttpListenerImpl final : public HttpListener {
     server_.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
     server_.set_read_timeout(kTimeoutS, 0);
     server_.set_write_timeout(kTimeoutS, 0);
-    server_.set_keep_alive_timeout(kTimeoutS);
+    server_.set_keep_alive_timeout(kKeepAliveS);
     server_.set_payload_max_length(kMaxRequestBytes);
     // SO_REUSEADDR (a restart binds at once over connections in TIME_WAIT)
     // and not the library's default SO_REUSEPORT, which lets a second daemon
@@ -68,15 +76,21 @@ class HttpListenerImpl final : public HttpListener {
           res.set_content("internal error\n", "text/plain; charset=utf-8");
         });
     auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-      auto it = routes_.find(req.path);
-      if (it == routes_.end()) {
-        res.status = 404;
-        res.set_content("not found; try /metrics\n", "text/plain; charset=utf-8");
-        return;
+      const HttpRequest request = RequestOf(req);
+      std::optional<HttpReply> r;
+      if (gate_) r = gate_(request);
+      if (!r) {
+        auto it = routes_.find(req.path);
+        if (it == routes_.end()) {
+          res.status = 404;
+          res.set_content("not found; try / or /metrics\n", "text/plain; charset=utf-8");
+          return;
+        }
+        r = it->second(request);
       }
-      HttpReply r = it->second();
-      res.status = r.status;
-      res.set_content(std::move(r.body), r.content_type);
+      res.status = r->status;
+      for (auto& [name, value] : r->headers) res.set_header(name, value);
+      res.set_content(std::move(r->body), r->content_type);
     };
     server_.Get(".*", serve);
     auto refuse = [](const httplib::Request&, httplib::Response& res) {
@@ -114,7 +128,20 @@ class HttpListenerImpl final : public HttpListener {
   int port() const override { return port_; }
 
  private:
+  static HttpRequest RequestOf(const httplib::Request& req) {
+    HttpRequest r;
+    r.path = req.path;
+    for (const auto& [name, value] : req.params) r.params.emplace(name, value);
+    for (const auto& [name, value] : req.headers) {
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers.emplace(std::move(lower), value);
+    }
+    return r;
+  }
+
   std::map<std::string, HttpRoute> routes_;
+  HttpGate gate_;
   httplib::Server server_;
   std::thread thread_;
   std::atomic<bool> done_{false};
@@ -122,6 +149,16 @@ class HttpListenerImpl final : public HttpListener {
 };
 
 }  // namespace
+
+std::string HttpRequest::Header(const std::string& name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+const std::string* HttpRequest::Param(const std::string& name) const {
+  auto it = params.find(name);
+  return it == params.end() ? nullptr : &it->second;
+}
 
 Result<ListenAddress> ParseListenAddress(std::string_view text) {
   auto bad = [&](std::string_view why) {
@@ -153,8 +190,9 @@ std::string FormatListenAddress(const ListenAddress& a) {
 }
 
 Result<std::unique_ptr<HttpListener>> HttpListener::Start(const ListenAddress& address,
-                                                          std::map<std::string, HttpRoute> routes) {
-  auto l = std::make_unique<HttpListenerImpl>(std::move(routes));
+                                                          std::map<std::string, HttpRoute> routes,
+                                                          HttpGate gate) {
+  auto l = std::make_unique<HttpListenerImpl>(std::move(routes), std::move(gate));
   if (Status s = l->Start(address); !s.ok()) return s.error();
   return std::unique_ptr<HttpListener>(std::move(l));
 }

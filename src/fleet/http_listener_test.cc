@@ -35,9 +35,9 @@ TEST(ListenAddress, RefusesWithTheReason) {
 TEST(HttpListener, ServesItsRoutesReadOnlyWithSecurityHeaders) {
   std::atomic<int> calls{0};
   auto l = HttpListener::Start({"127.0.0.1", 0},
-                               {{"/metrics", [&] {
+                               {{"/metrics", [&](const HttpRequest&) {
                                    ++calls;
-                                   return HttpReply{200, "text/plain; version=0.0.4", "up 1\n"};
+                                   return HttpReply{200, "text/plain; version=0.0.4", "up 1\n", {}};
                                  }}});
   ASSERT_TRUE(l.ok()) << l.error().message;
   httplib::Client c("127.0.0.1", (*l)->port());

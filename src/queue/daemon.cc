@@ -34,9 +34,13 @@
 #include "queue/history_ops.h"
 #include "queue/job_table.h"
 #include "queue/ops.h"
+#include "queue/protocol.h"
 #include "queue/snapshotter.h"
 #include "queue/socket_server.h"
 #include "queue/sqlite_job_store.h"
+#include "web/web_api.h"
+#include "web/web_assets.h"
+#include "web/web_auth.h"
 
 namespace gw::queue {
 namespace {
@@ -48,6 +52,10 @@ constexpr size_t kHistory = 8;       // Full looks judged together (idle holders
 // How long past a look's deadline the daemon waits for its first look before
 // it serves requests (the look reports its own timeout by then).
 constexpr int64_t kFirstLookSlackMs = 1000;
+// The web API's type. With the charset it is not one cpp-httplib gzips: its
+// gzip took 1.4 s for an hour of history (240 KB) and 60 ms for a status
+// that is sent in 1 ms, every second, to a reader on the same host or LAN.
+constexpr char kJsonType[] = "application/json; charset=utf-8";
 
 class DaemonImpl final : public Daemon {
  public:
@@ -65,12 +73,15 @@ class DaemonImpl final : public Daemon {
     handler_ = std::make_unique<RequestHandler>(table_.get(), *parts_.clock,
                                                 OpsOptions{o_.system_mode, geteuid()});
     handler_->AddOp("history", [this](const Caller&, const json& req) {
+      std::lock_guard<std::mutex> lock(history_mu_);
       return HistoryReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
     });
     handler_->AddOp("trends", [this](const Caller&, const json& req) {
+      std::lock_guard<std::mutex> lock(history_mu_);
       return TrendsReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
     });
     handler_->AddOp("usage", [this](const Caller&, const json& req) {
+      std::lock_guard<std::mutex> lock(history_mu_);
       return UsageReply(*history_, table_.get(), parts_.clock->NowUnixMs() / 1000, req);
     });
     auto server = SocketServer::Listen(
@@ -96,14 +107,21 @@ class DaemonImpl final : public Daemon {
         o_.holder_scan_every_ms, o_.process_stat_every_ms);
     snapshots_->Request(/*full=*/true);
     if (o_.listen) {
-      auto http = fleet::HttpListener::Start(*o_.listen, Routes());
+      fleet::HttpGate gate;
+      if (o_.web_token) {
+        gate = [token = *o_.web_token](const fleet::HttpRequest& r) {
+          return web::CheckToken(r, token);
+        };
+      }
+      auto http = fleet::HttpListener::Start(*o_.listen, Routes(), std::move(gate));
       if (!http.ok()) return http.error();
       http_ = std::move(*http);
     }
     std::string listening = "listening on " + o_.socket_path;
     if (http_) {
-      listening += fmt::format(", metrics on http://{}/metrics",
-                               fleet::FormatListenAddress({o_.listen->host, http_->port()}));
+      const std::string at = fleet::FormatListenAddress({o_.listen->host, http_->port()});
+      listening += fmt::format(", metrics on http://{}/metrics, the page on http://{}/{}", at, at,
+                               o_.web_token ? " (token needed)" : "");
     }
     if (o_.queue) {
       log_->Notice(fmt::format("{} mode, {}, state in {} ({} active jobs)",
@@ -306,9 +324,12 @@ class DaemonImpl final : public Daemon {
     // look's placement pass.
     const std::optional<fleet::QueueStats> queue =
         table_ ? std::optional<fleet::QueueStats>(QueueStatsNow()) : std::nullopt;
-    if (Status st = history_->Add(fleet::PointOf(latest, *diagnosis, queue)); !st.ok()) {
-      log_->Warning("history not written: " + st.error().message);
+    Status added = Status::Ok();
+    {
+      std::lock_guard<std::mutex> lock(history_mu_);
+      added = history_->Add(fleet::PointOf(latest, *diagnosis, queue));
     }
+    if (!added.ok()) log_->Warning("history not written: " + added.error().message);
     if (table_) table_->OnSnapshot(Snapshot(latest), true, diagnosis.get());
     if (http_) Publish(std::move(diagnosis));
   }
@@ -326,9 +347,22 @@ class DaemonImpl final : public Daemon {
     }
     view.diagnosis = std::move(diagnosis);
     if (table_) view.queue = QueueStatsNow();
+    // The page's queue: the socket's own queue reply, made here on the
+    // loop's thread (the table is this thread's alone).
+    std::string queue_text = handler_->Handle(Caller{}, R"({"op": "queue"})")
+                                 .dump(-1, ' ', false, json::error_handler_t::replace);
+    // What the page's why document says it judged, as `why` would.
+    render::WhyJsonContext context;
+    context.samples = static_cast<unsigned>(judged_.size());
+    context.window_s =
+        static_cast<double>(latest.time_unix_ms - judged_.front().time_unix_ms) / 1000.0;
+    if (kernel_log_) context.kernel_log_sources = kernel_log_->used;
     std::lock_guard<std::mutex> lock(view_mu_);
+    why_context_ = std::move(context);
     view.latest = Unowned(latest);
     view_ = std::move(view);
+    queue_text_ = std::move(queue_text);
+    status_text_.clear();  // Made again from the new view on the next request.
   }
 
   // A pointer into judged_ without an owner: valid while view_mu_ is held
@@ -371,17 +405,63 @@ class DaemonImpl final : public Daemon {
 
   std::map<std::string, fleet::HttpRoute> Routes() {
     std::map<std::string, fleet::HttpRoute> routes;
-    routes["/metrics"] = [this] {
+    routes["/metrics"] = [this](const fleet::HttpRequest&) {
       // Rendered under the lock: the view points into judged_.
       std::lock_guard<std::mutex> lock(view_mu_);
-      return fleet::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
-                              fleet::RenderMetrics(view_, o_.metrics)};
+      return fleet::HttpReply{200,
+                              "text/plain; version=0.0.4; charset=utf-8",
+                              fleet::RenderMetrics(view_, o_.metrics),
+                              {}};
     };
-    routes["/"] = [] {
-      return fleet::HttpReply{200, "text/plain; charset=utf-8",
-                              "gpuwardend\n\n/metrics  Prometheus metrics (docs/metrics.md)\n"};
+    for (const web::WebAsset& a : web::WebAssets()) {
+      auto serve = [&a](const fleet::HttpRequest&) {
+        return fleet::HttpReply{200, std::string(a.content_type), std::string(a.body), {}};
+      };
+      routes[std::string(a.path)] = serve;
+      if (a.path == "/index.html") routes["/"] = serve;
+    }
+    routes["/api/status"] = [this](const fleet::HttpRequest&) {
+      std::lock_guard<std::mutex> lock(view_mu_);
+      if (status_text_.empty()) status_text_ = StatusTextNow();
+      return fleet::HttpReply{200, kJsonType, status_text_, {}};
+    };
+    routes["/api/queue"] = [this](const fleet::HttpRequest&) {
+      std::lock_guard<std::mutex> lock(view_mu_);
+      return fleet::HttpReply{200,
+                              kJsonType,
+                              queue_text_.empty() ? R"({"ok":false,"error":{"code":"starting",)"
+                                                    R"("message":"no look yet"}})"
+                                                  : queue_text_,
+                              {}};
+    };
+    routes["/api/history"] = [this](const fleet::HttpRequest& r) {
+      const int64_t now = parts_.clock->NowUnixMs() / 1000;
+      Result<web::HistoryQuery> q = web::ParseHistoryQuery(r.params, now);
+      if (!q.ok()) {
+        return fleet::HttpReply{
+            400, kJsonType, ErrorReply("bad_request", q.error().message).dump(), {}};
+      }
+      web::HistoryWindow window(*q);
+      Status s = Status::Ok();
+      {
+        std::lock_guard<std::mutex> lock(history_mu_);
+        s = history_->ForEachSince(q->from_s, now, [&window](fleet::HistoryPoint&& p) {
+          window.Add(std::move(p));
+          return Status::Ok();
+        });
+      }
+      if (!s.ok()) {
+        return fleet::HttpReply{500, kJsonType, ErrorReply("store", s.error().message).dump(), {}};
+      }
+      return fleet::HttpReply{200, kJsonType, window.Finish(), {}};
     };
     return routes;
+  }
+
+  // The /api/status text of view_; REQUIRES: view_mu_ held.
+  std::string StatusTextNow() const {
+    web::PageFacts facts{o_.poll_idle_ms, table_ != nullptr, o_.metrics.version};
+    return web::StatusApiText(view_.latest.get(), view_.diagnosis.get(), why_context_, facts);
   }
 
   void HandleSignals() {
@@ -414,6 +494,11 @@ class DaemonImpl final : public Daemon {
   // after each full look.
   std::mutex view_mu_;
   fleet::FleetView view_;
+  std::string queue_text_;              // /api/queue: the queue op's reply as of view_.
+  std::string status_text_;             // /api/status of view_, once asked ("": not made yet).
+  render::WhyJsonContext why_context_;  // Of view_ (its trends pointer always null).
+  // history_ is written on the loop's thread and read by the HTTP threads.
+  std::mutex history_mu_;
   // Last: stopped (its threads joined) before anything its routes read.
   std::unique_ptr<fleet::HttpListener> http_;
   os::UniqueFd lock_fd_;

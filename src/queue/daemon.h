@@ -66,9 +66,12 @@ struct DaemonOptions {
   // GPUs (--no-queue): no store and no jobs; the socket (history, usage,
   // trends), the state directory, its lock and history.db stay.
   bool queue = true;
-  // Serve /metrics here (docs/metrics.md); unset: no HTTP listener.
+  // Serve /metrics and the web page here (docs/metrics.md, docs/web.md);
+  // unset: no HTTP listener.
   std::optional<fleet::ListenAddress> listen;
   fleet::MetricsOptions metrics;
+  // The token every HTTP request must carry (web/web_auth.h); unset: none.
+  std::optional<std::string> web_token;
   // The kernel log, for Xids in the diagnosis and the metrics: read with a
   // full look every kernel_log_every_ms, from `kernel_log` ("" = the
   // system's own sources) when read_kernel_log.
