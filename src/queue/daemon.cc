@@ -311,6 +311,8 @@ class DaemonImpl final : public Daemon {
       // within judged_ (one before the new one).
       if (view_.latest) view_.latest = Unowned(judged_[judged_.size() - 2]);
     }
+    // Its processes' memory serves the next look's (Snapshotter::Recycle).
+    if (oldest) snapshots_->Recycle(std::move(oldest->processes));
     const Snapshot& latest = judged_.back();
     diagnose::DiagnoseOptions dopt;
     std::span<const kmsg::KernelEvent> events;
