@@ -206,6 +206,11 @@
                    (g.power_limit_w ? ' of ' + Math.round(g.power_limit_w) + ' W' : ''));
       }
       if (w.reclaimable_bytes) facts.push(bytes(w.reclaimable_bytes) + ' reclaimable');
+      // How long the history says it has been so (why's trends, docs/json.md).
+      const trend = ((why.trends && why.trends.gpus) || []).find((t) => t.index === g.index);
+      const run = (r) => duration(r.for_s) + (r.open_start ? ' or more' : '');
+      if (trend && trend.idle_held) facts.push('held and idle for ' + run(trend.idle_held));
+      if (trend && trend.memory_full) facts.push('memory full for ' + run(trend.memory_full));
       if (g.unreachable) facts.push('unreachable: ' + shown(g.unreachable.message));
       c.facts.textContent = facts.join(' · ');
       renderHolders(c, g, status, idle);

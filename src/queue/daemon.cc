@@ -28,6 +28,7 @@
 #include "fleet/history.h"
 #include "fleet/history_store.h"
 #include "fleet/metrics.h"
+#include "fleet/trends.h"
 #include "os/errno_text.h"
 #include "os/unique_fd.h"
 #include "proc/proc_reader.h"
@@ -56,6 +57,10 @@ constexpr int64_t kFirstLookSlackMs = 1000;
 // gzip took 1.4 s for an hour of history (240 KB) and 60 ms for a status
 // that is sent in 1 ms, every second, to a reader on the same host or LAN.
 constexpr char kJsonType[] = "application/json; charset=utf-8";
+// The page's trends (how long each GPU has sat held and idle or full, as
+// `why` says it): made this often, from the last kTrendsLookbackS of history.
+constexpr int64_t kTrendsEveryMs = 60'000;
+constexpr int64_t kTrendsLookbackS = 86'400;
 
 class DaemonImpl final : public Daemon {
  public:
@@ -332,8 +337,31 @@ class DaemonImpl final : public Daemon {
       added = history_->Add(fleet::PointOf(latest, *diagnosis, queue));
     }
     if (!added.ok()) log_->Warning("history not written: " + added.error().message);
+    if (http_) UpdateTrends();
     if (table_) table_->OnSnapshot(Snapshot(latest), true, diagnosis.get());
     if (http_) Publish(std::move(diagnosis));
+  }
+
+  // The page's trends, once a kTrendsEveryMs, from the history the look
+  // just joined: the same as `why` asks of the daemon's trends op.
+  void UpdateTrends() {
+    const int64_t now_ms = parts_.clock->MonotonicMs();
+    if (now_ms < next_trends_ms_) return;
+    next_trends_ms_ = now_ms + kTrendsEveryMs;
+    const int64_t now = parts_.clock->NowUnixMs() / 1000;
+    std::shared_ptr<const diagnose::Trends> trends;
+    {
+      std::lock_guard<std::mutex> lock(history_mu_);
+      Result<std::vector<fleet::HistoryPoint>> trail = history_->Trail(now - kTrendsLookbackS, now);
+      if (trail.ok()) {
+        trends = std::make_shared<const diagnose::Trends>(
+            fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{}));
+      }
+    }
+    ReturnFreedMemory();  // The day's points (a few MB) are not kept.
+    std::lock_guard<std::mutex> lock(view_mu_);
+    trends_ = std::move(trends);
+    status_text_.clear();
   }
 
   // The view /metrics renders: the latest judged look (judged_.back()), its
@@ -460,10 +488,19 @@ class DaemonImpl final : public Daemon {
     return routes;
   }
 
-  // The /api/status text of view_; REQUIRES: view_mu_ held.
+  // The /api/status text of view_, with the trends as `why` shows them
+  // when they are of this server; REQUIRES: view_mu_ held.
   std::string StatusTextNow() const {
     web::PageFacts facts{o_.poll_idle_ms, table_ != nullptr, o_.metrics.version};
-    return web::StatusApiText(view_.latest.get(), view_.diagnosis.get(), why_context_, facts);
+    if (!trends_ || !view_.latest || !view_.diagnosis ||
+        !diagnose::TrendsDescribe(*trends_, *view_.latest)) {
+      return web::StatusApiText(view_.latest.get(), view_.diagnosis.get(), why_context_, facts);
+    }
+    diagnose::Diagnosis diagnosis = *view_.diagnosis;
+    diagnose::AddTrendEvidence(diagnosis, *trends_);
+    render::WhyJsonContext context = why_context_;
+    context.trends = trends_.get();
+    return web::StatusApiText(view_.latest.get(), &diagnosis, context, facts);
   }
 
   void HandleSignals() {
@@ -499,6 +536,8 @@ class DaemonImpl final : public Daemon {
   std::string queue_text_;              // /api/queue: the queue op's reply as of view_.
   std::string status_text_;             // /api/status of view_, once asked ("": not made yet).
   render::WhyJsonContext why_context_;  // Of view_ (its trends pointer always null).
+  std::shared_ptr<const diagnose::Trends> trends_;  // The page's, null until made.
+  int64_t next_trends_ms_ = 0;                      // The loop's thread only.
   // history_ is written on the loop's thread and read by the HTTP threads.
   std::mutex history_mu_;
   // Last: stopped (its threads joined) before anything its routes read.

@@ -476,6 +476,33 @@ TEST_F(WebE2e, TheHistoryChartIsDrawn) {
   Keep("web-desktop.png", Screenshot());
 }
 
+// The chart's window widened to 7 days and panned back, from the history
+// written before the daemon started (a day of minutes, an hour of seconds).
+TEST_F(WebE2e, TheChartWidensAndPansBackInTime) {
+  const std::string points =
+      "Math.min(...Array.from(document.querySelectorAll('#gpus .chart svg'))"
+      ".map((s) => Number(s.dataset.points)))";
+  const std::string label = "document.getElementById('range-label').textContent";
+  Eval("document.querySelector('.range button[data-span=\"604800\"]').click()");
+  // A day of 1-min points in 30-min steps: 48.
+  ASSERT_TRUE(web->browser().WaitUntil(
+      label + ".startsWith('The last 7 d') && " + points + " >= 45 && " + points + " <= 60", 20))
+      << Eval(label) << " " << Eval(points);
+  Eval("document.querySelector('.range button[data-span=\"3600\"]').click()");
+  ASSERT_TRUE(web->browser().WaitUntil(label + ".startsWith('The last 1 h')", 20));
+  Eval("document.getElementById('pan-back').click()");
+  // The hour before the last: its 1-min points.
+  ASSERT_TRUE(web->browser().WaitUntil(
+      label + ".includes('ending 1 h 0 min ago') && " + points + " >= 55 && " + points + " <= 61",
+      20))
+      << Eval(label) << " " << Eval(points);
+  EXPECT_EQ(Eval("document.querySelector('#gpus .chart-axis').lastChild.textContent === 'now'"),
+            false);
+  Eval("document.getElementById('pan-now').click()");
+  ASSERT_TRUE(
+      web->browser().WaitUntil(label + ".startsWith('The last 1 h') && " + points + " >= 300", 20));
+}
+
 TEST_F(WebE2e, ItUpdatesWithoutAReloadAsTheTimelineMoves) {
   // A mark on this document: a reload would lose it.
   Eval("window.gwMark = 'same-document'");
@@ -550,6 +577,9 @@ TEST_F(WebE2e, OnlyReadsNeedsTheTokenAndSendsTheSecurityHeaders) {
   EXPECT_EQ(doc["schema"], "gpuwarden.web.status");
   EXPECT_EQ(doc["status"]["schema"], "gpuwarden.status");
   EXPECT_EQ(doc["why"]["schema"], "gpuwarden.why");
+  // The history's trends, as `why` gives them: of this server, up to now.
+  ASSERT_TRUE(doc["why"]["trends"].is_object()) << doc["why"].dump();
+  EXPECT_GT(doc["why"]["trends"]["as_of_unix_s"].get<int64_t>(), std::time(nullptr) - 120);
   auto bad = c.Get("/api/history?since_s=0", auth);
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
