@@ -60,9 +60,9 @@ struct DaemonOptions {
   // How often a driver-listed GPU process's /proc/PID/stat (state, parent,
   // CPU time, RSS) is read again; its lasting facts are read once, and the
   // driver's list says at every look that it still runs (cached_collector.h).
-  // 30 s: what the diagnosis reads there (a zombie, a process stuck in D, a
-  // new parent) is judged over minutes, and each read costs the kernel ~6 us
-  // a process (a tenth of the 1-Hz look's CPU at 256 processes every 10 s).
+  // 30 s: a zombie, a process stuck in D or a new parent shows within 30 s,
+  // and each read costs the kernel ~6 us a process (at 256 processes every
+  // 10 s, a tenth of the 1-Hz look's CPU).
   int64_t process_stat_every_ms = 30'000;
   bool system_mode = false;  // Root, serving every user; else only the daemon's own user.
   // Run the queue (socket, store, jobs). Off: a node that only shows its
