@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <limits>
@@ -337,17 +338,20 @@ class DaemonImpl final : public Daemon {
       added = history_->Add(fleet::PointOf(latest, *diagnosis, queue));
     }
     if (!added.ok()) log_->Warning("history not written: " + added.error().message);
-    if (http_) UpdateTrends();
     if (table_) table_->OnSnapshot(Snapshot(latest), true, diagnosis.get());
     if (http_) Publish(std::move(diagnosis));
   }
 
-  // The page's trends, once a kTrendsEveryMs, from the history the look
-  // just joined: the same as `why` asks of the daemon's trends op.
+  // The page's trends, the same as `why` asks of the daemon's trends op:
+  // made again at most once a kTrendsEveryMs, on an HTTP thread when the
+  // page asks, so a daemon that only answers scrapes never makes them.
   void UpdateTrends() {
     const int64_t now_ms = parts_.clock->MonotonicMs();
-    if (now_ms < next_trends_ms_) return;
-    next_trends_ms_ = now_ms + kTrendsEveryMs;
+    int64_t due = next_trends_ms_.load();
+    // One thread makes them; one that loses the race serves the old ones.
+    if (now_ms < due || !next_trends_ms_.compare_exchange_strong(due, now_ms + kTrendsEveryMs)) {
+      return;
+    }
     const int64_t now = parts_.clock->NowUnixMs() / 1000;
     std::shared_ptr<const diagnose::Trends> trends;
     {
@@ -451,6 +455,7 @@ class DaemonImpl final : public Daemon {
       if (a.path == "/index.html") routes["/"] = serve;
     }
     routes["/api/status"] = [this](const fleet::HttpRequest&) {
+      UpdateTrends();
       std::lock_guard<std::mutex> lock(view_mu_);
       if (status_text_.empty()) status_text_ = StatusTextNow();
       return fleet::HttpReply{200, kJsonType, status_text_, {}};
@@ -537,7 +542,7 @@ class DaemonImpl final : public Daemon {
   std::string status_text_;             // /api/status of view_, once asked ("": not made yet).
   render::WhyJsonContext why_context_;  // Of view_ (its trends pointer always null).
   std::shared_ptr<const diagnose::Trends> trends_;  // The page's, null until made.
-  int64_t next_trends_ms_ = 0;                      // The loop's thread only.
+  std::atomic<int64_t> next_trends_ms_{0};
   // history_ is written on the loop's thread and read by the HTTP threads.
   std::mutex history_mu_;
   // Last: stopped (its threads joined) before anything its routes read.
