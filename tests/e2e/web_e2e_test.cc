@@ -37,6 +37,7 @@
 #include "e2e/service_process.h"
 #include "e2e/user_process.h"
 #include "fleet/history_store.h"
+#include "queue/protocol.h"
 
 namespace gw::test {
 namespace {
@@ -405,30 +406,13 @@ std::optional<Ink> InkOf(const std::string& png_bytes, const int bg[3], const in
   return Ink{static_cast<double>(drawn) / n, static_cast<double>(near_util) / n};
 }
 
-std::string Base64Decode(const std::string& in) {
-  static const std::string kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int bits = 0, value = 0;
-  for (char c : in) {
-    const size_t v = kAlphabet.find(c);
-    if (v == std::string::npos) continue;
-    value = (value << 6) | static_cast<int>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((value >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
-
 std::string Screenshot(const json& clip = nullptr) {
   json params = {{"format", "png"}};
   if (!clip.is_null()) params["clip"] = clip;
   std::optional<json> shot = web->browser().Call("Page.captureScreenshot", params);
   EXPECT_TRUE(shot) << web->browser().why();
-  return shot ? Base64Decode((*shot)["data"].get<std::string>()) : std::string();
+  if (!shot) return std::string();
+  return queue::Base64Decode((*shot)["data"].get<std::string>()).value_or(std::string());
 }
 
 void Keep(const std::string& name, const std::string& bytes) {
