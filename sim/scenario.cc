@@ -39,8 +39,14 @@ std::string Show(const json& v) {
   return s;
 }
 
+// A key with control characters (it came from the file: an unknown key) is
+// shown as a JSON string, so that the message stays one line whatever it holds.
 std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
+  const bool plain = std::none_of(key.begin(), key.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  const std::string shown = plain ? key : json(key).dump();
+  return path.empty() ? shown : path + "." + shown;
 }
 
 std::string Index(const std::string& path, size_t i) {

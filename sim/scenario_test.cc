@@ -89,6 +89,10 @@ TEST(ScenarioTest, WrongTypesAreRejectedWithTheirPath) {
        "gpus[0].serial: longer than 29 bytes"},
       {R"({"gpus": [{"temprature_c": 30}]})", "gpus[0].temprature_c: unknown key"},
       {R"({"gpus": [], "extra": 1})", "extra: unknown key"},
+      // Found by fuzz_scenario (fuzz/corpus/scenario/regression-newline-in-unknown-key):
+      // the key went into the message raw and made it two lines.
+      {"{\"defaults\": {\"clock_ev\\nt\": 1}, \"gpus\": []}",
+       "defaults.\"clock_ev\\nt\": unknown key"},
       {R"({"driver": {"failure": "crashed"}, "gpus": []})", "driver.failure: unknown value"},
       {R"({"driver": {"process_info_stride": 28}, "gpus": []})", "multiple of 8"},
       {R"({"defaults": {"fan_pct": "x"}, "gpus": []})", "defaults.fan_pct: expected"},
