@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view xml = fuzz::AsText(data, size);
   Result<Snapshot> s = import::internal::ParseNvidiaSmiXml(xml, kName, kCap);
   if (!s.ok()) {
-    fuzz::CheckError(s.error(), {"too_large", "malformed", "not_nvidia_smi"}, kName, "import");
+    fuzz::CheckError(s.error(), {"too_large", "malformed", "not_nvidia_smi", "not_one_dump"}, kName,
+                     "import");
     GW_FUZZ_CHECK(s.error().code != "too_large" || size > kCap, s.error().message);
     return 0;
   }

@@ -54,6 +54,8 @@
 //   "not_nvidia_smi" well-formed XML whose root is not <nvidia_smi_log>, or a
 //                    text file without XML (e.g. `nvidia-smi -q` output or an
 //                    nvidia-smi failure message).
+//   "not_one_dump"   more than one XML document one after another (dumps
+//                    appended with `>>`): judging one would judge an old moment.
 // Nothing throws out of these functions.
 #ifndef GPUWARDEN_IMPORT_NVSMI_XML_H_
 #define GPUWARDEN_IMPORT_NVSMI_XML_H_
