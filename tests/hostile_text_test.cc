@@ -2,7 +2,8 @@
 // chose (control characters, invalid UTF-8, bidirectional overrides, 100 KB
 // names, NUL bytes, text shaped like the output format) through every
 // renderer that prints them: the terminal text (status, why), JSON (status
-// --json), the TUI (watch's screen) and the Prometheus page's labels. Each
+// --json), the TUI (watch's screen), the Prometheus page's labels and the web
+// page's data (/api/status). Each
 // renderer must keep the process (it is still shown) and keep its format
 // (no escape reaches the terminal, the JSON parses, one sample per line).
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@
 #include "watch/rows.h"
 #include "watch/test_fixtures.h"
 #include "watch/ui_state.h"
+#include "web/web_api.h"
 
 namespace gw {
 namespace {
@@ -133,8 +135,28 @@ TEST_P(HostileText, StatusJsonParsesAndKeepsTheTextAsValidUtf8) {
   const std::string& text = GetParam().text;
   const std::string out = render::RenderStatusJson(ServerWith(text), /*pretty=*/false);
   ASSERT_TRUE(nlohmann::json::accept(out));
+  // Printed to a terminal too: controls, bidi and separators only as \u escapes.
+  ExpectTerminalText(out, static_cast<int>(out.size()));
   const nlohmann::json j = nlohmann::json::parse(out);
   const nlohmann::json* p = FindProcess(j);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ((*p)["user"], ToValidUtf8(text));
+  EXPECT_EQ((*p)["argv"], nlohmann::json({ToValidUtf8(text), ToValidUtf8("--x=" + text)}));
+}
+
+// The web page's data, /api/status (the page itself puts every server text in
+// through textContent, web/app.js): JSON that parses, safe to show as it is,
+// keeping the text as valid UTF-8.
+TEST_P(HostileText, TheWebPagesStatusApiParsesAndKeepsTheText) {
+  const std::string& text = GetParam().text;
+  const Snapshot s = ServerWith(text);
+  const diagnose::Diagnosis d = DiagnosisOf(s);
+  const std::string out = web::StatusApiText(&s, &d, render::WhyJsonContext{}, web::PageFacts{});
+  ASSERT_TRUE(nlohmann::json::accept(out));
+  ExpectTerminalText(out, static_cast<int>(out.size()));
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_TRUE(j.contains("status"));
+  const nlohmann::json* p = FindProcess(j["status"]);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ((*p)["user"], ToValidUtf8(text));
   EXPECT_EQ((*p)["argv"], nlohmann::json({ToValidUtf8(text), ToValidUtf8("--x=" + text)}));
