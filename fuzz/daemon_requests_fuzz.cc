@@ -41,8 +41,8 @@ using namespace gw;
 using namespace gw::queue;
 
 // The state directory, made once per process (an empty /proc for the table).
-// Never destroyed: the atexit handler that removes it runs after static
-// destructors of objects made before it was registered.
+// Never destroyed: the atexit handler that removes the folder is registered
+// while the name is made, so it runs after the name's destructor would have.
 const std::string& StateDir() {
   static const std::string& dir = *new std::string([] {
     std::string tmpl = access("/dev/shm", W_OK) == 0 ? "/dev/shm/gw_fuzz_daemon.XXXXXX"

@@ -15,11 +15,13 @@ gw_fuzz_dict() {
 }
 
 # libFuzzer's -max_len for a target, or nothing (then the largest seed's size):
-# what people type is short, and records and config files are small.
+# what people type is short, records and config files are small, and 8 KiB of
+# log holds every multi-line NVRM message (larger logs only slow the run).
 gw_fuzz_max_len() {
   case $1 in
     units) echo 64 ;;
     history_point | config) echo 4096 ;;
+    nvrm) echo 8192 ;;
   esac
 }
 
