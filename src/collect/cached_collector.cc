@@ -194,6 +194,12 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
   return out;
 }
 
+std::optional<uint64_t> ProcessCache::StartTicks(pid_t pid) const {
+  auto it = cache_.find(pid);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second.process.start_ticks;
+}
+
 namespace {
 const Clock& TheRealClock() {
   static const RealClock clock;
@@ -251,14 +257,43 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
   if (!full) {
     for (const auto& [pid, files] : holders_) pids.push_back(pid);
   }
+  // At a full look, what the last one learnt of the processes the driver
+  // listed then (copied once a scan, for the worker).
+  std::map<pid_t, uint64_t> scanned_listed;
+  std::map<pid_t, std::vector<std::string>> scanned_holders;
+  if (full) {
+    scanned_listed = scanned_listed_;
+    for (const auto& entry : scanned_listed) {
+      if (auto it = holders_.find(entry.first); it != holders_.end()) {
+        scanned_holders.emplace(entry.first, it->second);
+      }
+    }
+  }
   const uint64_t refused_before = proc_worker_.refused();
   std::optional<Found> found = proc_worker_.Run<Found>(
       [shared = shared_, options, full, pids = std::move(pids), listed,
+       scanned_listed = std::move(scanned_listed), scanned_holders = std::move(scanned_holders),
        now_unix = snapshot.time_unix_ms, self = getpid()]() mutable {
         Found out;
         if (full) {
+          // Listed now and scanned before as the same process: not read again.
+          std::vector<pid_t> known;
+          {
+            std::lock_guard<std::mutex> lock(shared->mu);
+            for (pid_t pid : listed) {
+              auto it = scanned_listed.find(pid);
+              if (it != scanned_listed.end() && shared->cache.StartTicks(pid) == it->second) {
+                known.push_back(pid);
+              }
+            }
+          }
+          SortUnique(known);
           // Once NVML is loaded this process holds /dev/nvidiactl itself.
-          out.scan = ScanDeviceHolders(options, self);
+          out.scan = ScanDeviceHolders(options, self, known);
+          for (pid_t pid : known) {
+            auto it = scanned_holders.find(pid);
+            if (it != scanned_holders.end()) out.scan->holders[pid] = std::move(it->second);
+          }
           for (const auto& [pid, files] : out.scan->holders) pids.push_back(pid);
         }
         std::map<pid_t, HostProcess> spare;
@@ -292,9 +327,20 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
     // tried again at every look, only when the next full look is due.
     ++full_looks_;
     last_full_ms_ = now;
+    scanned_listed_.clear();
     if (found->scan) {
       holders_ = std::move(found->scan->holders);
+      // What the scan read (not a process whose files it could not read:
+      // the next scan tries it again).
+      const std::vector<pid_t>& unread = found->scan->unread;
       for (ProbeError& e : found->scan->errors) snapshot.errors.push_back(std::move(e));
+      for (pid_t pid : found->scan->listed ? listed : std::vector<pid_t>{}) {
+        if (std::binary_search(unread.begin(), unread.end(), pid)) continue;
+        auto it = found->processes.find(pid);
+        if (it != found->processes.end() && it->second.start_ticks) {
+          scanned_listed_[pid] = *it->second.start_ticks;
+        }
+      }
     }
   }
   std::map<pid_t, std::vector<std::string>> holders;

@@ -14,7 +14,11 @@
 // watch and gpuwardend: 60 s); the light looks between carry the holders it
 // found. What a light look cannot see: a new device-file holder that the
 // driver does not list shows up at the next full look, at most
-// `full_every_ms` later.
+// `full_every_ms` later. The scan does not read again the open files of a
+// process the driver lists whose files an earlier scan read (the same
+// process, by the cache's start time): the driver vouches that it holds the
+// GPU, and a process it lists is never judged by the files it holds. Such a
+// process's files are those of its first scan.
 #ifndef GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
 #define GPUWARDEN_COLLECT_CACHED_COLLECTOR_H_
 
@@ -72,6 +76,9 @@ class ProcessCache {
   std::map<pid_t, HostProcess> Refresh(std::vector<pid_t> pids, int64_t now_unix_ms,
                                        std::vector<pid_t> listed = {},
                                        std::map<pid_t, HostProcess> spare = {});
+
+  // The start time (clock ticks) of the process cached under `pid`, if any.
+  std::optional<uint64_t> StartTicks(pid_t pid) const;
 
   size_t full_reads() const { return full_reads_; }
   size_t stat_reads() const { return stat_reads_; }
@@ -153,7 +160,10 @@ class CachedCollector {
   int64_t last_full_ms_ = -1;
   bool last_full_ = false;
   std::map<pid_t, std::vector<std::string>> holders_;  // From the last full look.
-  std::optional<HostInfo> host_;                       // From the last full look.
+  // The processes the driver listed at the last full look, by start time:
+  // their files are in holders_ (or they held none), not read again.
+  std::map<pid_t, uint64_t> scanned_listed_;
+  std::optional<HostInfo> host_;  // From the last full look.
   std::shared_ptr<Shared> shared_;
   // The light looks' /proc reads, under the deadline, on one kept thread.
   DeadlineWorker proc_worker_;

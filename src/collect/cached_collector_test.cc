@@ -348,5 +348,85 @@ TEST(CachedCollector, InitialisesNvmlOnceForAllItsLooks) {
   EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
 }
 
+// A child that holds `file` open until `release` exists, then closes it and
+// waits to be killed.
+pid_t StartHolder(const std::string& file, const std::string& release) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(file.c_str(), O_RDONLY);
+    if (fd < 0) _exit(127);
+    while (access(release.c_str(), F_OK) != 0) usleep(1000);
+    close(fd);
+    for (;;) pause();
+  }
+  return pid;
+}
+
+// The full look's scan does not read again the files of a process the driver
+// lists and an earlier scan read: it keeps what that scan found, even once
+// the process has closed them. A holder the driver does not list is read at
+// every scan, and is gone once it has closed them.
+TEST(CachedCollector, AListedProcessFilesAreReadAtItsFirstScanOnly) {
+  char dir_template[] = "/tmp/gw_cached_devices.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dev = dir_template;
+  const std::string file = dev + "/nvidia0", release = dev + "/release";
+  {
+    const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  const pid_t listed = StartHolder(file, release), hidden = StartHolder(file, release);
+  ASSERT_GT(listed, 0);
+  ASSERT_GT(hidden, 0);
+  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/clean-idle.json", 1);
+  setenv("GW_CLEAN_PID_0", std::to_string(listed).c_str(), 1);  // Listed on GPU 0.
+  collect::CollectOptions options;
+  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.simulated = true;
+  options.deadline_ms = 20'000;
+  options.device_dir = dev;
+  FakeClock clock(RealClock().NowUnixMs());
+  CachedCollector collector(options, /*full_every_ms=*/60'000, &clock);
+  auto files_of = [](const Snapshot& s, pid_t pid) {
+    auto it = s.processes.find(pid);
+    return it == s.processes.end() ? std::vector<std::string>{} : it->second.device_files;
+  };
+  // Until both children have opened the file.
+  Snapshot first;
+  for (int i = 0; i < 2000; ++i) {
+    clock.AdvanceMs(60'000);
+    first = collector.Look(0);
+    if (files_of(first, listed).size() == 1 && files_of(first, hidden).size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(collector.last_full());
+  EXPECT_EQ(files_of(first, listed), std::vector<std::string>{file});
+  EXPECT_EQ(files_of(first, hidden), std::vector<std::string>{file});
+  EXPECT_TRUE(first.processes.at(listed).listed_by_driver);
+  // Both close it.
+  {
+    const int fd = open(release.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  Snapshot later;
+  for (int i = 0; i < 2000; ++i) {
+    clock.AdvanceMs(60'000);
+    later = collector.Look(0);
+    if (!later.processes.count(hidden)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(collector.last_full());
+  EXPECT_EQ(later.processes.count(hidden), 0u);  // Read again: it holds nothing now.
+  EXPECT_EQ(files_of(later, listed), std::vector<std::string>{file});  // Not read again.
+  for (pid_t pid : {listed, hidden}) Reap(pid);
+  unsetenv("GW_CLEAN_PID_0");
+  unlink(file.c_str());
+  unlink(release.c_str());
+  rmdir(dev.c_str());
+  EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
+}
+
 }  // namespace
 }  // namespace gw::collect

@@ -53,12 +53,14 @@ int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms) {
   return std::max(remaining_ms, std::min<int64_t>(deadline_ms / 2, kMinBudgetMs));
 }
 
-DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid) {
+DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid,
+                                std::vector<pid_t> skip) {
   DeviceHolders out;
   proc::DeviceMatch match;
   match.dir = options.device_dir;
   match.prefix = options.device_prefix;
   match.exclude_pid = exclude_pid;
+  match.skip = std::move(skip);
   proc::ProcReader reader(options.proc_root);
   proc::HolderScanStats stats;
   auto holders = reader.ScanDeviceHolders(match, &stats);
@@ -77,6 +79,8 @@ DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid
             stats.fd_denied)));
   }
   out.holders = std::move(holders).value();
+  out.listed = true;
+  out.unread = std::move(stats.denied_pids);
   return out;
 }
 

@@ -72,8 +72,12 @@ int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms);
 struct DeviceHolders {
   std::map<pid_t, std::vector<std::string>> holders;
   std::vector<ProbeError> errors;
+  bool listed = false;        // /proc could be listed: `holders` is the scan's.
+  std::vector<pid_t> unread;  // Sorted: processes whose open files could not be read.
 };
-DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid);
+// `skip`: sorted PIDs whose files are not read (proc::DeviceMatch::skip).
+DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid,
+                                std::vector<pid_t> skip = {});
 
 // Joins host facts into a snapshot: for every GPU process and every device-file
 // holder, the HostProcess from `host` (when present), with listed_by_driver and

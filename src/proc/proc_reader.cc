@@ -409,6 +409,7 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
     pid_t pid;
     if (!ParsePidName(name, &pid)) return true;
     if (match.exclude_pid && *match.exclude_pid == pid) return true;
+    if (std::binary_search(match.skip.begin(), match.skip.end(), pid)) return true;
     ++local.processes;
     found.clear();
     char path[64];
@@ -419,6 +420,7 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
         ++local.vanished;
       } else {
         ++local.fd_denied;
+        local.denied_pids.push_back(pid);
       }
       return true;
     }
@@ -438,7 +440,10 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
       }
       return true;
     });
-    if (denied) ++local.fd_denied;
+    if (denied) {
+      ++local.fd_denied;
+      local.denied_pids.push_back(pid);
+    }
     if (dir_err != 0 && found.empty()) {
       ++local.vanished;
       return true;
@@ -455,7 +460,8 @@ Result<HolderMap> ProcReader::ScanDeviceHolders(const DeviceMatch& match, Holder
     found = {};
     return true;
   });
-  if (stats) *stats = local;
+  std::sort(local.denied_pids.begin(), local.denied_pids.end());
+  if (stats) *stats = std::move(local);
   if (err != 0) {
     return MakeError("unavailable", "cannot list " + proc_root_ + ": " + os::ErrnoText(err));
   }

@@ -56,14 +56,18 @@ struct DeviceMatch {
   // A PID to leave out, typically gpuwarden's own (it holds /dev/nvidiactl
   // while NVML is loaded).
   std::optional<pid_t> exclude_pid;
+  // Sorted PIDs whose open files are not read: the caller knows them from an
+  // earlier scan (collect::CachedCollector, for processes the driver lists).
+  std::vector<pid_t> skip;
 };
 
 // What a holder scan could and could not see. A scan with fd_denied > 0 is
 // incomplete: run as root (or as the owner) to see every holder.
 struct HolderScanStats {
-  unsigned processes = 0;  // PID directories looked at.
-  unsigned fd_denied = 0;  // Descriptors not readable (EACCES, EPERM).
-  unsigned vanished = 0;   // Exited during the scan.
+  unsigned processes = 0;          // PID directories looked at.
+  unsigned fd_denied = 0;          // Descriptors not readable (EACCES, EPERM).
+  std::vector<pid_t> denied_pids;  // The processes behind fd_denied, sorted.
+  unsigned vanished = 0;           // Exited during the scan.
 };
 
 // PID -> the matching paths it holds, sorted, without duplicates.
