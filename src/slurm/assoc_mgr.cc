@@ -1,8 +1,10 @@
 #include "slurm/assoc_mgr.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <set>
+#include <system_error>
 
 namespace gw::slurm {
 namespace {
@@ -35,6 +37,15 @@ std::optional<double> Number(std::string_view text) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (*end != '\0') return std::nullopt;
+  return v;
+}
+
+// An id: a whole number that fits int64_t, else nullopt (a double cast to
+// int64_t past its range is undefined).
+std::optional<int64_t> WholeNumber(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
 }
 
@@ -204,7 +215,7 @@ Result<AssocMgrState> ParseAssocMgr(std::string_view text) {
           } else if (key == "Partition" && !value.empty()) {
             a.partition = std::string(value);
           } else if (key == "ID") {
-            if (auto n = Number(value)) a.id = static_cast<int64_t>(*n);
+            a.id = WholeNumber(value);
           } else if (key == "ParentAccount" && !value.empty()) {
             auto [name, id] = NameAndNumber(value);
             a.parent_account = name;

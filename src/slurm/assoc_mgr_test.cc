@@ -89,6 +89,22 @@ TEST(AssocMgr, BlocksOfSeveralUsersAndAnEmptyBlock) {
   EXPECT_EQ(q.limits.Tres("MaxTRESPU", "gres/gpu"), nullptr);
 }
 
+// Found by fuzz_slurm_text (fuzz/corpus/slurm_text/regression-assoc-id-3e41): an ID was
+// read as a double and cast to int64_t, undefined past its range. An ID that is
+// not a whole int64_t is no ID.
+TEST(AssocMgr, AnIdThatIsNotAWholeNumberIsNone) {
+  auto state = ParseAssocMgr(
+      "Association Records\n"
+      "ClusterName=c Account=a UserName= Partition= ID=3.4e41 ParentAccount=root(1)\n"
+      "ClusterName=c Account=b UserName= Partition= ID=99999999999999999999 ParentAccount=\n"
+      "ClusterName=c Account=d UserName= Partition= ID=12 ParentAccount=\n");
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  ASSERT_EQ(state->associations.size(), 3u);
+  EXPECT_FALSE(state->associations[0].id.has_value());
+  EXPECT_FALSE(state->associations[1].id.has_value());
+  EXPECT_EQ(state->associations[2].id, 12);
+}
+
 TEST(AssocMgr, MalformedInputIsNamedWithItsLine) {
   struct Case {
     const char* text;
