@@ -451,10 +451,20 @@
     view.historyBusy = true;
     const span = view.span;
     const until = view.until;
+    // Live, with the window already drawn: only its steps from the newest
+    // one on (that one is still filling), appended to what is held.
+    const held = view.history;
+    const last = held && until === 0 && held.points.length ? held.points[held.points.length - 1] : null;
+    let path = 'api/history?since_s=' + (until + span) + '&until_s=' + until + '&points=360';
+    if (last) path += '&after_unix_s=' + last.time_unix_s;
     try {
-      const h = await getJson('api/history?since_s=' + (until + span) + '&until_s=' + until +
-                              '&points=360');
+      const h = await getJson(path);
       if (h.schema === 'gpuwarden.web.history' && span === view.span && until === view.until) {
+        if (last && view.history === held && h.step_s === held.step_s) {
+          const kept = held.points.filter(
+            (p) => p.time_unix_s >= h.from_unix_s && p.time_unix_s < last.time_unix_s);
+          h.points = kept.concat(h.points);
+        }
         view.history = h;
         view.historyAt = Date.now();
         renderCharts();

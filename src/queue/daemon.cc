@@ -480,7 +480,9 @@ class DaemonImpl final : public Daemon {
       Status s = Status::Ok();
       {
         std::lock_guard<std::mutex> lock(history_mu_);
-        s = history_->ForEachSince(q->from_s, now, [&window](fleet::HistoryPoint&& p) {
+        // A reader that asks for the new steps only has the rest: read from there.
+        const int64_t from = std::max(q->from_s, q->after_s);
+        s = history_->ForEachSince(from, now, [&window](fleet::HistoryPoint&& p) {
           window.Add(std::move(p));
           return Status::Ok();
         });

@@ -71,6 +71,9 @@ Result<HistoryQuery> ParseHistoryQuery(const std::map<std::string, std::string>&
   Result<int64_t> points = number("points", kHistoryDefaultPoints, 10, kHistoryMaxPoints,
                                   "a whole number from 10 to 2000");
   if (!points.ok()) return points.error();
+  Result<int64_t> after =
+      number("after_unix_s", 0, 0, int64_t{1} << 40, "a Unix time in whole seconds");
+  if (!after.ok()) return after.error();
   bool users = false;
   if (auto it = params.find("users"); it != params.end()) {
     if (it->second != "0" && it->second != "1") return MakeError("usage", "users: expected 0 or 1");
@@ -80,6 +83,7 @@ Result<HistoryQuery> ParseHistoryQuery(const std::map<std::string, std::string>&
   q.from_s = now_s - *since;
   q.to_s = now_s - *until;
   q.users = users;
+  q.after_s = *after;
   const int64_t wanted = (q.to_s - q.from_s + *points - 1) / *points;
   q.step_s = kSteps.back();
   for (int s : kSteps) {
@@ -107,6 +111,10 @@ void HistoryWindow::Add(fleet::HistoryPoint&& p) {
 
 void HistoryWindow::Close() {
   if (open_.empty()) return;
+  if (open_at_ < q_.after_s) {  // The reader has this step already.
+    open_.clear();
+    return;
+  }
   fleet::HistoryPoint merged = open_.size() == 1 && open_.front().step_s == open_step_
                                    ? std::move(open_.front())
                                    : fleet::Downsample(open_, open_at_, open_step_);

@@ -43,6 +43,9 @@ struct HistoryQuery {
   int64_t to_s = 0;
   int step_s = 1;      // Each point returned stands for this long (at least the tier's step).
   bool users = false;  // Keep each point's users (else "users" is []: the chart needs none).
+  // Only the steps that start at or after this (a reader that holds the
+  // window's older steps asks for the new ones); the step stays the window's.
+  int64_t after_s = 0;
 };
 inline constexpr int64_t kHistoryMaxSinceS = 90 * 86400;  // The history's longest tier.
 inline constexpr int kHistoryDefaultPoints = 360;
@@ -51,7 +54,8 @@ inline constexpr int kHistoryMaxPoints = 2000;
 // days); until_s: its end, seconds before now (default 0, less than since_s);
 // points: at most this many points (default 360, 10 to 2000), the step
 // rounded up to 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1, 2, 3, 6,
-// 12 h or 1 day; users: "1" keeps the users. Errors: "usage", naming the
+// 12 h or 1 day; users: "1" keeps the users; after_unix_s: only the steps
+// from this Unix second on (within the window). Errors: "usage", naming the
 // parameter and what it must be.
 Result<HistoryQuery> ParseHistoryQuery(const std::map<std::string, std::string>& params,
                                        int64_t now_s);

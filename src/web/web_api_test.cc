@@ -147,6 +147,21 @@ TEST(HistoryWindow, KeepsACoarserTiersPointsWhole) {
   EXPECT_EQ(doc["points"][1]["users"].size(), 1u);
 }
 
+TEST(HistoryWindow, AfterGivesOnlyTheNewStepsInTheWindowsStep) {
+  Result<HistoryQuery> q =
+      ParseHistoryQuery(Params({{"since_s", "3600"}, {"after_unix_s", "3580"}}), 3600);
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->step_s, 10);
+  HistoryWindow w(*q);
+  for (int64_t t = 0; t < 3600; ++t) w.Add(Point(t, 50));
+  const json doc = json::parse(w.Finish());
+  ASSERT_EQ(doc["points"].size(), 2u);  // 3580 and 3590; 3570 started before.
+  EXPECT_EQ(doc["points"][0]["time_unix_s"], 3580);
+  EXPECT_EQ(doc["points"][1]["time_unix_s"], 3590);
+  EXPECT_EQ(doc["from_unix_s"], 0);
+  EXPECT_FALSE(ParseHistoryQuery(Params({{"after_unix_s", "-1"}}), 3600).ok());
+}
+
 TEST(HistoryWindow, EmptyIsAnEmptyList) {
   const json doc = json::parse(HistoryWindow(HistoryQuery{0, 10, 1, false}).Finish());
   EXPECT_TRUE(doc["points"].is_array());

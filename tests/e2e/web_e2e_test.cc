@@ -524,6 +524,22 @@ TEST_F(WebE2e, ItUpdatesWithoutAReloadAsTheTimelineMoves) {
   EXPECT_GT(Eval("Number(document.body.dataset.updates)").get<int>(), first["updates"].get<int>());
 }
 
+// Live, the chart asks only for its new steps (after_unix_s) and keeps the
+// rest of its hour: still every step, the newest one recent.
+TEST_F(WebE2e, TheLiveChartTakesOnlyItsNewSteps) {
+  ASSERT_TRUE(web->browser().WaitUntil(
+      "performance.getEntriesByType('resource').some((r) => r.name.includes('after_unix_s'))", 30));
+  ASSERT_TRUE(
+      web->browser().WaitUntil("Array.from(document.querySelectorAll('#gpus .chart svg'))"
+                               ".every((s) => Number(s.dataset.points) >= 300)",
+                               20));
+  const json newest = Eval(
+      "(() => { const e = performance.getEntriesByType('resource')"
+      ".filter((r) => r.name.includes('after_unix_s')); return e[e.length - 1].encodedBodySize; "
+      "})()");
+  EXPECT_LT(newest.get<double>(), 20000) << "an update carries more than its new steps";
+}
+
 TEST_F(WebE2e, ItStaysUsableOnAPhone) {
   ASSERT_TRUE(web->browser().Call(
       "Emulation.setDeviceMetricsOverride",
