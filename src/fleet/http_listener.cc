@@ -2,12 +2,15 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <memory>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -28,6 +31,76 @@ constexpr time_t kTimeoutS = 5;
 // asks again every second, so its own connections stay in use).
 constexpr time_t kKeepAliveS = 2;
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // GET only: nothing legitimate is larger.
+
+// Replies at least this large are gzipped for a client that takes gzip.
+constexpr size_t kGzipMinBytes = 1024;
+
+// The client takes gzip: a "gzip" coding in Accept-Encoding without q=0.
+bool AcceptsGzip(std::string_view header) {
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+    std::string lower;
+    for (char c : item) {
+      if (c != ' ' && c != '\t')
+        lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    const size_t semi = lower.find(';');
+    if (lower.substr(0, semi) != "gzip") continue;
+    if (semi == std::string::npos) return true;
+    const std::string_view params = std::string_view(lower).substr(semi);
+    const size_t q = params.find(";q=");
+    if (q == std::string_view::npos) return true;
+    std::string_view value = params.substr(q + 3);
+    value = value.substr(0, value.find(';'));
+    // q=0, q=0.0, q=0.000: refused; any weight with a digit other than 0: taken.
+    return value.find_first_of("123456789") != std::string_view::npos;
+  }
+  return false;
+}
+
+// `body` gzipped at zlib's default level (a scrape's 240 KB in ~3 ms), or
+// nothing if zlib fails.
+std::optional<std::string> Gzip(const std::string& body) {
+  z_stream z{};
+  // 15 + 16: a gzip header and trailer rather than zlib's.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return std::nullopt;
+  }
+  std::string out(deflateBound(&z, body.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
+  z.avail_in = static_cast<uInt>(body.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const size_t written = out.size() - z.avail_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return std::nullopt;
+  out.resize(written);
+  return out;
+}
+
+// Sets the reply's body as it is to be sent. Through a content provider of
+// known length: that is the one kind of reply cpp-httplib never encodes
+// itself, and Debian's build would answer "Accept-Encoding: br" (every
+// browser) with brotli at its slowest setting, 0.7 s of CPU for one /metrics
+// page. Gzip, which Prometheus asks for, is done here instead.
+void SetBody(const httplib::Request& req, httplib::Response& res, std::string body,
+             const std::string& content_type) {
+  res.set_header("Vary", "Accept-Encoding");
+  if (body.size() >= kGzipMinBytes && AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
+    if (std::optional<std::string> packed = Gzip(body)) {
+      body = std::move(*packed);
+      res.set_header("Content-Encoding", "gzip");
+    }
+  }
+  auto shared = std::make_shared<const std::string>(std::move(body));
+  res.set_content_provider(shared->size(), content_type,
+                           [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(shared->data() + offset, length);
+                           });
+}
 
 bool IsIp(const std::string& host, int family) {
   unsigned char buf[sizeof(in6_addr)];
@@ -71,9 +144,9 @@ class HttpListenerImpl final : public HttpListener {
         {"Cache-Control", "no-store"},
     });
     server_.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
           res.status = 500;
-          res.set_content("internal error\n", "text/plain; charset=utf-8");
+          SetBody(req, res, "internal error\n", "text/plain; charset=utf-8");
         });
     auto serve = [this](const httplib::Request& req, httplib::Response& res) {
       const HttpRequest request = RequestOf(req);
@@ -83,20 +156,20 @@ class HttpListenerImpl final : public HttpListener {
         auto it = routes_.find(req.path);
         if (it == routes_.end()) {
           res.status = 404;
-          res.set_content("not found; try / or /metrics\n", "text/plain; charset=utf-8");
+          SetBody(req, res, "not found; try / or /metrics\n", "text/plain; charset=utf-8");
           return;
         }
         r = it->second(request);
       }
       res.status = r->status;
       for (auto& [name, value] : r->headers) res.set_header(name, value);
-      res.set_content(std::move(r->body), r->content_type);
+      SetBody(req, res, std::move(r->body), r->content_type);
     };
     server_.Get(".*", serve);
-    auto refuse = [](const httplib::Request&, httplib::Response& res) {
+    auto refuse = [](const httplib::Request& req, httplib::Response& res) {
       res.status = 405;
       res.set_header("Allow", "GET, HEAD");
-      res.set_content("read-only: GET and HEAD only\n", "text/plain; charset=utf-8");
+      SetBody(req, res, "read-only: GET and HEAD only\n", "text/plain; charset=utf-8");
     };
     server_.Post(".*", refuse);
     server_.Put(".*", refuse);

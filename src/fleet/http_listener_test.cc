@@ -58,6 +58,53 @@ TEST(HttpListener, ServesItsRoutesReadOnlyWithSecurityHeaders) {
   EXPECT_EQ(calls.load(), 1);
 }
 
+// A client that takes gzip gets the reply gzipped; one that asks only for
+// brotli (as a browser also does) gets it as it is: the library's own brotli
+// took 0.7 s of CPU for one /metrics page.
+TEST(HttpListener, GzipsForAClientThatTakesItAndNeverBrotli) {
+  std::string page;
+  for (int i = 0; i < 2000; ++i)
+    page += "DCGM_FI_DEV_GPU_UTIL{gpu=\"" + std::to_string(i) + "\"} 7\n";
+  auto l = HttpListener::Start({"127.0.0.1", 0}, {{"/metrics", [&](const HttpRequest&) {
+                                                     return HttpReply{200, "text/plain", page, {}};
+                                                   }}});
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  httplib::Client c("127.0.0.1", (*l)->port());
+  c.set_decompress(false);  // See the bytes as sent.
+  struct Case {
+    const char* accept;
+    bool gzip;
+  };
+  for (const Case& k :
+       {Case{"br", false}, Case{"gzip, deflate, br", true}, Case{"br;q=1.0, GZIP", true},
+        Case{"gzip;q=0", false}, Case{"gzip;q=0.000, br", false}, Case{"gzip;q=0.5", true},
+        Case{"identity", false}}) {
+    SCOPED_TRACE(k.accept);
+    auto r = c.Get("/metrics", {{"Accept-Encoding", k.accept}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Vary"), "Accept-Encoding");
+    if (!k.gzip) {
+      EXPECT_FALSE(r->has_header("Content-Encoding"));
+      EXPECT_EQ(r->body, page);
+      continue;
+    }
+    EXPECT_EQ(r->get_header_value("Content-Encoding"), "gzip");
+    ASSERT_GE(r->body.size(), 2u);
+    EXPECT_EQ(static_cast<unsigned char>(r->body[0]), 0x1f);  // gzip's magic
+    EXPECT_EQ(static_cast<unsigned char>(r->body[1]), 0x8b);
+    EXPECT_LT(r->body.size(), page.size() / 4);
+  }
+  // And the client's own decoding gets the page back.
+  httplib::Client d("127.0.0.1", (*l)->port());
+  auto r = d.Get("/metrics", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, page);
+  // A small reply is sent as it is.
+  EXPECT_EQ(d.Get("/nope", {{"Accept-Encoding", "gzip"}})->get_header_value("Content-Encoding"),
+            "");
+}
+
 TEST(HttpListener, ABusyPortIsAnErrorNamingTheAddress) {
   auto first = HttpListener::Start({"127.0.0.1", 0}, {});
   ASSERT_TRUE(first.ok());

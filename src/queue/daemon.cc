@@ -54,9 +54,7 @@ constexpr size_t kHistory = 8;       // Full looks judged together (idle holders
 // How long past a look's deadline the daemon waits for its first look before
 // it serves requests (the look reports its own timeout by then).
 constexpr int64_t kFirstLookSlackMs = 1000;
-// The web API's type. With the charset it is not one cpp-httplib gzips: its
-// gzip took 1.4 s for an hour of history (240 KB) and 60 ms for a status
-// that is sent in 1 ms, every second, to a reader on the same host or LAN.
+// The web API's type (the listener gzips it for a client that takes gzip).
 constexpr char kJsonType[] = "application/json; charset=utf-8";
 // The page's trends (how long each GPU has sat held and idle or full, as
 // `why` says it): made this often, from the last kTrendsLookbackS of history.
@@ -382,9 +380,13 @@ class DaemonImpl final : public Daemon {
     view.diagnosis = std::move(diagnosis);
     if (table_) view.queue = QueueStatsNow();
     // The page's queue: the socket's own queue reply, made here on the
-    // loop's thread (the table is this thread's alone).
-    std::string queue_text = handler_->Handle(Caller{}, R"({"op": "queue"})")
-                                 .dump(-1, ' ', false, json::error_handler_t::replace);
+    // loop's thread (the table is this thread's alone); once, without a
+    // queue (this thread alone writes queue_text_, so it reads it unlocked).
+    std::string queue_text;
+    if (table_ || queue_text_.empty()) {
+      queue_text = handler_->Handle(Caller{}, R"({"op": "queue"})")
+                       .dump(-1, ' ', false, json::error_handler_t::replace);
+    }
     // What the page's why document says it judged, as `why` would.
     render::WhyJsonContext context;
     context.samples = static_cast<unsigned>(judged_.size());
@@ -395,7 +397,7 @@ class DaemonImpl final : public Daemon {
     why_context_ = std::move(context);
     view.latest = Unowned(latest);
     view_ = std::move(view);
-    queue_text_ = std::move(queue_text);
+    if (!queue_text.empty()) queue_text_ = std::move(queue_text);
     status_text_.clear();  // Made again from the new view on the next request.
   }
 
