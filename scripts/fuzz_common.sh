@@ -3,7 +3,7 @@
 
 # Every target, cheap ones first.
 GW_FUZZ_TARGETS=(units history_point config slurm_text slurm_json nvrm kernel_log_files
-                 scenario nvsmi_xml daemon_requests)
+                 scenario nvsmi_xml daemon_requests web_request)
 
 # The dictionary of a target, or nothing.
 gw_fuzz_dict() {
@@ -11,6 +11,7 @@ gw_fuzz_dict() {
     nvsmi_xml) echo fuzz/dict/nvsmi_xml.dict ;;
     nvrm | kernel_log_files) echo fuzz/dict/kernel_log.dict ;;
     daemon_requests) echo fuzz/dict/protocol.dict ;;
+    web_request) echo fuzz/dict/web.dict ;;
   esac
 }
 
@@ -20,7 +21,7 @@ gw_fuzz_dict() {
 gw_fuzz_max_len() {
   case $1 in
     units) echo 64 ;;
-    history_point | config) echo 4096 ;;
+    history_point | config | web_request) echo 4096 ;;
     nvrm) echo 8192 ;;
   esac
 }
