@@ -157,8 +157,9 @@ void CheckTokenFile(std::string_view bytes) {
   }
   const std::string_view first = bytes.substr(0, bytes.find('\n'));
   GW_FUZZ_CHECK(first.find(*token) != std::string_view::npos, "not the first line's");
-  GW_FUZZ_CHECK(web::SameToken(*token, std::string(first.substr(first.find(*token), token->size()))),
-                "SameToken");
+  GW_FUZZ_CHECK(
+      web::SameToken(*token, std::string(first.substr(first.find(*token), token->size()))),
+      "SameToken");
 }
 
 }  // namespace
