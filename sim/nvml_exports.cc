@@ -97,6 +97,46 @@ nvmlReturn_t OnGpu(nvmlDevice_t device, Fn read) {
   return read(call);
 }
 
+// NVML's versioned structs carry a version word that the caller sets:
+// sizeof(struct) | (N << 24), nvml.h's NVML_STRUCT_VERSION. The library accepts
+// exactly the words of the versions it knows and answers
+// ARGUMENT_VERSION_MISMATCH to anything else: a bare N (the doc comments say
+// "must be 2", and some clients believed them), a wrong size, a newer version.
+template <typename Struct>
+constexpr unsigned int StructVersion(unsigned int n) {
+  return static_cast<unsigned int>(sizeof(Struct)) | (n << 24);
+}
+static_assert(StructVersion<nvmlMemory_v2_t>(2) == nvmlMemory_v2);
+
+// nvmlBAR1Memory_t: 24 bytes.
+struct Bar1Memory {
+  unsigned long long bar1Total;
+  unsigned long long bar1Free;
+  unsigned long long bar1Used;
+};
+static_assert(sizeof(Bar1Memory) == 24, "nvmlBAR1Memory_t is 24 bytes");
+
+// nvmlFieldValue_t: 40 bytes; `value` is a union of 8 bytes.
+struct FieldValue {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;  // CPU µs.
+  long long latencyUsec;
+  int valueType;  // nvmlValueType_t.
+  nvmlReturn_t nvmlReturn;
+  unsigned char value[8];
+};
+static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
+static_assert(offsetof(FieldValue, value) == 32, "value at 32");
+
+// nvmlTemperature_v1_t (nvmlDeviceGetTemperatureV): 12 bytes.
+struct TemperatureV1 {
+  unsigned int version;
+  int sensorType;
+  int temperature;
+};
+static_assert(StructVersion<TemperatureV1>(1) == 0x0100000Cu, "nvmlTemperature_v1");
+
 // The pre-v3 nvmlPciInfo_t (nvmlDeviceGetPciInfo and _v2): 52 bytes.
 struct PciInfoV2 {
   char busId[16];
@@ -155,11 +195,20 @@ nvmlReturn_t GetPciV2(nvmlDevice_t device, PciInfoV2* pci) {
   });
 }
 
-enum class ListKind { kCompute, kGraphics };
+enum class ListKind { kCompute, kGraphics, kMps };
 
 bool InList(ProcessType type, ListKind kind) {
-  if (type == ProcessType::kComputeAndGraphics) return true;
-  return (type == ProcessType::kCompute) == (kind == ListKind::kCompute);
+  switch (type) {
+    case ProcessType::kCompute:
+      return kind == ListKind::kCompute;
+    case ProcessType::kGraphics:
+      return kind == ListKind::kGraphics;
+    case ProcessType::kComputeAndGraphics:
+      return kind != ListKind::kMps;
+    case ProcessType::kMps:
+      return kind == ListKind::kMps;
+  }
+  return false;
 }
 
 // The running-process calls. `version` 1 writes 16-byte entries, 2 writes 24,
@@ -511,7 +560,9 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                        nvmlMemory_v2_t* memory) {
   return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (memory->version != StructVersion<nvmlMemory_v2_t>(2)) {
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
     const GpuState& s = *c.state;
     Opt<uint64_t> used = EffectiveUsedBytes(*c.session, s);
     if (!s.memory_total_bytes || !used || !s.memory_reserved_bytes) {
@@ -537,6 +588,42 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
     utilization->memory = *c.state->utilization_memory;
     return NVML_SUCCESS;
   });
+}
+
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, Bar1Memory* bar1) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (bar1 == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const GpuState& s = *c.state;
+    if (!s.bar1_total_bytes || !s.bar1_used_bytes) return NVML_ERROR_NOT_SUPPORTED;
+    bar1->bar1Total = *s.bar1_total_bytes;
+    bar1->bar1Used = *s.bar1_used_bytes;
+    bar1->bar1Free = *s.bar1_total_bytes - *s.bar1_used_bytes;
+    return NVML_SUCCESS;
+  });
+}
+
+// The encoder and decoder report their utilization over a sampling period.
+static nvmlReturn_t CodecUtilization(nvmlDevice_t device, bool encoder, unsigned int* utilization,
+                                     unsigned int* period_us) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (utilization == nullptr || period_us == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const Opt<unsigned>& pct =
+        encoder ? c.state->utilization_encoder : c.state->utilization_decoder;
+    if (!pct) return NVML_ERROR_NOT_SUPPORTED;
+    *utilization = *pct;
+    *period_us = static_cast<unsigned int>(kSamplePeriodUs);
+    return NVML_SUCCESS;
+  });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device,
+                                                            unsigned int* utilization,
+                                                            unsigned int* sampling_period_us) {
+  return CodecUtilization(device, true, utilization, sampling_period_us);
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device,
+                                                            unsigned int* utilization,
+                                                            unsigned int* sampling_period_us) {
+  return CodecUtilization(device, false, utilization, sampling_period_us);
 }
 
 // ---- Running processes ----
@@ -570,6 +657,22 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d
                                                                   unsigned int* count,
                                                                   nvmlProcessInfo_v1_t* infos) {
   return RunningProcesses(device, count, infos, ListKind::kGraphics, 1);
+}
+
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                       unsigned int* count,
+                                                                       nvmlProcessInfo_t* infos) {
+  return RunningProcesses(device, count, infos, ListKind::kMps, 3);
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                       unsigned int* count,
+                                                                       nvmlProcessInfo_t* infos) {
+  return RunningProcesses(device, count, infos, ListKind::kMps, 2);
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
+                                                                    unsigned int* count,
+                                                                    nvmlProcessInfo_v1_t* infos) {
+  return RunningProcesses(device, count, infos, ListKind::kMps, 1);
 }
 
 GW_NVML_EXPORT nvmlReturn_t
@@ -617,6 +720,21 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
   });
 }
 
+// nvmlDeviceGetTemperatureV: the versioned form (R570+), nvmlTemperature_v1 only.
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device,
+                                                      TemperatureV1* temperature) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (temperature == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (temperature->version != StructVersion<TemperatureV1>(1)) {
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
+    if (temperature->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.state->temperature_c) return NVML_ERROR_NOT_SUPPORTED;
+    temperature->temperature = static_cast<int>(*c.state->temperature_c);
+    return NVML_SUCCESS;
+  });
+}
+
 GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
                                                               nvmlTemperatureThresholds_t threshold,
                                                               unsigned int* temp) {
@@ -660,6 +778,25 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_
     return Put(c.state->power_default_limit_mw, limit);
   });
 }
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
+                                                                         unsigned int* min_limit,
+                                                                         unsigned int* max_limit) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (min_limit == nullptr || max_limit == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.state->power_min_limit_mw || !c.state->power_max_limit_mw) {
+      return NVML_ERROR_NOT_SUPPORTED;
+    }
+    *min_limit = *c.state->power_min_limit_mw;
+    *max_limit = *c.state->power_max_limit_mw;
+    return NVML_SUCCESS;
+  });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                                unsigned long long* energy_mj) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    return Put(c.state->total_energy_mj, energy_mj);
+  });
+}
 GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
                                                    unsigned int* clock) {
   return Clock(device, type, clock, false);
@@ -695,6 +832,38 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_
 GW_NVML_EXPORT nvmlReturn_t
 nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long* reasons) {
   return ReasonMask(device, reasons, true);
+}
+
+// ---- Modes and identity ----
+
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    return PutBool(c.state->display_mode, mode);
+  });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device,
+                                                       nvmlEnableState_t* active) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    return PutBool(c.state->display_active, active);
+  });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, int* brand) {
+  return OnGpu(device,
+               [&](const GpuCall& c) -> nvmlReturn_t { return Put(c.state->brand, brand); });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch) {
+  return OnGpu(device,
+               [&](const GpuCall& c) -> nvmlReturn_t { return Put(c.state->architecture, arch); });
+}
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                               int* minor) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.state->cuda_cc_major || !c.state->cuda_cc_minor) return NVML_ERROR_NOT_SUPPORTED;
+    *major = *c.state->cuda_cc_major;
+    *minor = *c.state->cuda_cc_minor;
+    return NVML_SUCCESS;
+  });
 }
 
 // ---- Modes ----
@@ -828,6 +997,15 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device,
   });
 }
 
+// nvmlPcieUtilCounter_t: TX_BYTES 0, RX_BYTES 1.
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter,
+                                                        unsigned int* value) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (counter != 0 && counter != 1) return NVML_ERROR_INVALID_ARGUMENT;
+    return Put(counter == 0 ? c.state->pcie_tx_kb_s : c.state->pcie_rx_kb_s, value);
+  });
+}
+
 // ---- NVLink and topology ----
 
 GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
@@ -881,6 +1059,110 @@ GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t dev
     return NVML_SUCCESS;
   }
   return Put(topo->default_level, level);
+}
+
+// ---- Field values ----
+
+namespace gw::sim {
+namespace {
+
+// The field ids the simulator answers (nvml.h's NVML_FI_DEV_*).
+enum : unsigned {
+  kFieldMemoryTemp = 82,
+  kFieldTotalEnergy = 83,
+  kFieldNvLinkLinkCount = 91,
+  kFieldPcieReplayCounter = 94,
+  kFieldNvLinkDataTx = 138,
+  kFieldNvLinkDataRx = 139,
+};
+// nvmlValueType_t.
+enum : int { kValueUnsignedInt = 1, kValueUnsignedLongLong = 3 };
+// A throughput field's scopeId that asks for the sum over every link.
+constexpr unsigned kAllLinks = 0xFFFFFFFFu;
+
+void SetUint(FieldValue& f, const Opt<unsigned>& v) {
+  if (!v) {
+    f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    return;
+  }
+  unsigned int x = *v;
+  f.valueType = kValueUnsignedInt;
+  std::memcpy(f.value, &x, sizeof x);
+  f.nvmlReturn = NVML_SUCCESS;
+}
+
+void SetUll(FieldValue& f, const Opt<uint64_t>& v) {
+  if (!v) {
+    f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    return;
+  }
+  unsigned long long x = *v;
+  f.valueType = kValueUnsignedLongLong;
+  std::memcpy(f.value, &x, sizeof x);
+  f.nvmlReturn = NVML_SUCCESS;
+}
+
+// One link's data counter, or the sum over every link (kAllLinks); absent
+// when any counter in the sum is absent.
+Opt<uint64_t> LinkData(const GpuState& s, unsigned scope, bool tx) {
+  if (!s.nvlinks) return std::nullopt;
+  const auto& links = *s.nvlinks;
+  auto of = [tx](const NvLinkSpec& l) { return tx ? l.tx_kib : l.rx_kib; };
+  if (scope != kAllLinks) {
+    if (scope >= links.size()) return std::nullopt;
+    return of(links[scope]);
+  }
+  uint64_t sum = 0;
+  for (const NvLinkSpec& l : links) {
+    if (!of(l)) return std::nullopt;
+    sum += *of(l);
+  }
+  return sum;
+}
+
+void ReadField(const GpuState& s, FieldValue& f) {
+  switch (f.fieldId) {
+    case kFieldMemoryTemp:
+      return SetUint(f, s.memory_temperature_c);
+    case kFieldTotalEnergy:
+      return SetUll(f, s.total_energy_mj);
+    case kFieldNvLinkLinkCount:
+      return SetUint(
+          f, s.nvlinks ? Opt<unsigned>(static_cast<unsigned>(s.nvlinks->size())) : std::nullopt);
+    case kFieldPcieReplayCounter:
+      return SetUint(f, s.pcie_replay_counter);
+    case kFieldNvLinkDataTx:
+    case kFieldNvLinkDataRx:
+      if (s.nvlinks && f.scopeId != kAllLinks && f.scopeId >= s.nvlinks->size()) {
+        f.nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+        return;
+      }
+      return SetUll(f, LinkData(s, f.scopeId, f.fieldId == kFieldNvLinkDataTx));
+    default:
+      f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+  }
+}
+
+}  // namespace
+}  // namespace gw::sim
+
+// Each value carries its own answer; the call fails only as a whole (a bad
+// handle, a lost GPU, no array).
+GW_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count,
+                                                     FieldValue* values) {
+  return OnGpu(device, [&](const GpuCall& c) -> nvmlReturn_t {
+    if (values == nullptr || count < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    auto now_us = static_cast<long long>(WallNowS() * 1e6);
+    for (int i = 0; i < count; ++i) {
+      FieldValue& f = values[i];
+      f.timestamp = now_us;
+      f.latencyUsec = 0;
+      f.valueType = kValueUnsignedInt;
+      std::memset(f.value, 0, sizeof f.value);
+      ReadField(*c.state, f);
+    }
+    return NVML_SUCCESS;
+  });
 }
 
 // ---- Events ----

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -385,7 +386,8 @@ ProcessSpec ParseProcess(const json& v, const std::string& path, const EnvLookup
     p.type = GetEnum<ProcessType>(*t, Join(path, "type"),
                                   {{"compute", ProcessType::kCompute},
                                    {"graphics", ProcessType::kGraphics},
-                                   {"compute+graphics", ProcessType::kComputeAndGraphics}});
+                                   {"compute+graphics", ProcessType::kComputeAndGraphics},
+                                   {"mps", ProcessType::kMps}});
   }
   p.while_alive = GetBool(v, "while_alive", path).value_or(false);
   if (p.while_alive && p.pid_env.empty()) {
@@ -405,9 +407,11 @@ NvLinkSpec ParseNvLink(const json& v, const std::string& path) {
     return l;
   }
   if (!v.is_object()) Fail(path, "expected true, false, null or an object, got " + Show(v));
-  CheckKeys(v, path, {"active", "remote_pci_bus_id", "note"});
+  CheckKeys(v, path, {"active", "remote_pci_bus_id", "tx_kib", "rx_kib", "note"});
   l.active = GetBool(v, "active", path);
   l.remote = GetPci(v, "remote_pci_bus_id", path);
+  l.tx_kib = GetUint(v, "tx_kib", path, ~uint64_t{0});
+  l.rx_kib = GetUint(v, "rx_kib", path, ~uint64_t{0});
   return l;
 }
 
@@ -427,10 +431,19 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
              "temperature_c",
              "temperature_slowdown_c",
              "temperature_shutdown_c",
+             "memory_temperature_c",
              "fan_pct",
              "power_w",
              "power_limit_w",
              "power_default_limit_w",
+             "power_min_limit_w",
+             "power_max_limit_w",
+             "total_energy_j",
+             "bar1",
+             "cuda_compute_capability",
+             "brand",
+             "architecture",
+             "display",
              "clocks_mhz",
              "max_clocks_mhz",
              "pstate",
@@ -472,13 +485,16 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
   }
   if (const json* u = GetObject(g, "utilization", path)) {
     std::string up = Join(path, "utilization");
-    CheckKeys(*u, up, {"gpu", "memory", "note"});
+    CheckKeys(*u, up, {"gpu", "memory", "encoder", "decoder", "note"});
     s.utilization_gpu = GetU32(*u, "gpu", up, 100);
     s.utilization_memory = GetU32(*u, "memory", up, 100);
+    s.utilization_encoder = GetU32(*u, "encoder", up, 100);
+    s.utilization_decoder = GetU32(*u, "decoder", up, 100);
   }
   s.temperature_c = GetU32(g, "temperature_c", path, 200);
   s.temperature_slowdown_c = GetU32(g, "temperature_slowdown_c", path, 200);
   s.temperature_shutdown_c = GetU32(g, "temperature_shutdown_c", path, 200);
+  s.memory_temperature_c = GetU32(g, "memory_temperature_c", path, 200);
   s.fan_pct = GetU32(g, "fan_pct", path, 200);
   if (auto w = GetNumber(g, "power_w", path, 0, 100000)) {
     s.power_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
@@ -488,6 +504,81 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
   }
   if (auto w = GetNumber(g, "power_default_limit_w", path, 0, 100000)) {
     s.power_default_limit_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
+  }
+  if (auto w = GetNumber(g, "power_min_limit_w", path, 0, 100000)) {
+    s.power_min_limit_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
+  }
+  if (auto w = GetNumber(g, "power_max_limit_w", path, 0, 100000)) {
+    s.power_max_limit_mw = static_cast<unsigned>(std::llround(*w * 1000.0));
+  }
+  if (s.power_min_limit_mw && s.power_max_limit_mw &&
+      *s.power_min_limit_mw > *s.power_max_limit_mw) {
+    Fail(Join(path, "power_min_limit_w"), "exceeds power_max_limit_w");
+  }
+  if (auto j = GetNumber(g, "total_energy_j", path, 0, 1e15)) {
+    s.total_energy_mj = static_cast<uint64_t>(std::llround(*j * 1000.0));
+  }
+  if (const json* b = GetObject(g, "bar1", path)) {
+    std::string bp = Join(path, "bar1");
+    CheckKeys(*b, bp, {"total_mib", "used_mib", "note"});
+    constexpr uint64_t kMaxMib = uint64_t{1} << 40;
+    if (auto x = GetUint(*b, "total_mib", bp, kMaxMib)) s.bar1_total_bytes = *x << 20;
+    if (auto x = GetUint(*b, "used_mib", bp, kMaxMib)) s.bar1_used_bytes = *x << 20;
+    if (s.bar1_total_bytes && s.bar1_used_bytes && *s.bar1_used_bytes > *s.bar1_total_bytes) {
+      Fail(Join(bp, "used_mib"), "exceeds total_mib");
+    }
+  }
+  if (auto cc = GetString(g, "cuda_compute_capability", path, 16)) {
+    // "MAJOR.MINOR", e.g. "9.0".
+    unsigned major = 0;
+    unsigned minor = 0;
+    char tail = 0;
+    if (std::sscanf(cc->c_str(), "%3u.%3u%c", &major, &minor, &tail) != 2 ||
+        !std::isdigit(static_cast<unsigned char>((*cc)[0]))) {
+      Fail(Join(path, "cuda_compute_capability"),
+           "expected \"MAJOR.MINOR\" like \"9.0\", got \"" + *cc + "\"");
+    }
+    s.cuda_cc_major = static_cast<int>(major);
+    s.cuda_cc_minor = static_cast<int>(minor);
+  }
+  if (const json* br = Child(g, "brand")) {
+    s.brand = GetEnum<int>(*br, Join(path, "brand"),
+                           {{"unknown", 0},
+                            {"quadro", 1},
+                            {"tesla", 2},
+                            {"nvs", 3},
+                            {"grid", 4},
+                            {"geforce", 5},
+                            {"titan", 6},
+                            {"nvidia_vapps", 7},
+                            {"nvidia_vpc", 8},
+                            {"nvidia_vcs", 9},
+                            {"nvidia_vws", 10},
+                            {"nvidia_cloud_gaming", 11},
+                            {"quadro_rtx", 12},
+                            {"nvidia_rtx", 13},
+                            {"nvidia", 14},
+                            {"geforce_rtx", 15},
+                            {"titan_rtx", 16}});
+  }
+  if (const json* a = Child(g, "architecture")) {
+    s.architecture = GetEnum<unsigned>(*a, Join(path, "architecture"),
+                                       {{"kepler", 2},
+                                        {"maxwell", 3},
+                                        {"pascal", 4},
+                                        {"volta", 5},
+                                        {"turing", 6},
+                                        {"ampere", 7},
+                                        {"ada", 8},
+                                        {"hopper", 9},
+                                        {"blackwell", 10},
+                                        {"unknown", 0xFFFFFFFFu}});
+  }
+  if (const json* d = GetObject(g, "display", path)) {
+    std::string dp = Join(path, "display");
+    CheckKeys(*d, dp, {"mode", "active", "note"});
+    s.display_mode = GetBool(*d, "mode", dp);
+    s.display_active = GetBool(*d, "active", dp);
   }
   const char* kClockNames[4] = {"graphics", "sm", "memory", "video"};
   for (const char* key : {"clocks_mhz", "max_clocks_mhz"}) {
@@ -554,13 +645,15 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
     std::string pp = Join(path, "pcie");
     CheckKeys(*pc, pp,
               {"gen_current", "gen_max", "gen_gpu_max", "width_current", "width_max",
-               "replay_counter", "note"});
+               "replay_counter", "tx_kb_s", "rx_kb_s", "note"});
     s.pcie_gen_current = GetU32(*pc, "gen_current", pp, 32);
     s.pcie_gen_max = GetU32(*pc, "gen_max", pp, 32);
     s.pcie_gen_gpu_max = GetU32(*pc, "gen_gpu_max", pp, 32);
     s.pcie_width_current = GetU32(*pc, "width_current", pp, 64);
     s.pcie_width_max = GetU32(*pc, "width_max", pp, 64);
     s.pcie_replay_counter = GetU32(*pc, "replay_counter", pp);
+    s.pcie_tx_kb_s = GetU32(*pc, "tx_kb_s", pp);
+    s.pcie_rx_kb_s = GetU32(*pc, "rx_kb_s", pp);
   }
   if (const json* nv = Child(g, "nvlinks")) {
     std::string np = Join(path, "nvlinks");

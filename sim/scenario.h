@@ -50,7 +50,8 @@ struct PciAddress {
   std::string bus_id_legacy;  // "0000:19:00.0".
 };
 
-enum class ProcessType { kCompute, kGraphics, kComputeAndGraphics };
+// kMps: an MPS client, listed only by the GetMPSComputeRunningProcesses calls.
+enum class ProcessType { kCompute, kGraphics, kComputeAndGraphics, kMps };
 
 struct ProcessSpec {
   // The resolved PID; nullopt when `pid` is "env:NAME" and NAME is unset or not
@@ -71,6 +72,8 @@ struct ProcessSpec {
 struct NvLinkSpec {
   Opt<bool> active;
   Opt<PciAddress> remote;  // What the link leads to (a peer GPU or an NVSwitch).
+  Opt<uint64_t> tx_kib;    // Data sent over the link since the driver loaded (KiB).
+  Opt<uint64_t> rx_kib;    // Data received.
 };
 
 // Retired pages of one cause: their addresses (given, or synthesised from a count).
@@ -94,13 +97,27 @@ struct GpuState {
 
   Opt<unsigned> utilization_gpu;
   Opt<unsigned> utilization_memory;
+  Opt<unsigned> utilization_encoder;
+  Opt<unsigned> utilization_decoder;
   Opt<unsigned> temperature_c;
   Opt<unsigned> temperature_slowdown_c;
   Opt<unsigned> temperature_shutdown_c;
+  Opt<unsigned> memory_temperature_c;  // Field value NVML_FI_DEV_MEMORY_TEMP.
   Opt<unsigned> fan_pct;
   Opt<unsigned> power_mw;
   Opt<unsigned> power_limit_mw;
   Opt<unsigned> power_default_limit_mw;
+  Opt<unsigned> power_min_limit_mw;  // GetPowerManagementLimitConstraints.
+  Opt<unsigned> power_max_limit_mw;
+  Opt<uint64_t> total_energy_mj;  // Since the driver loaded.
+  Opt<uint64_t> bar1_total_bytes;
+  Opt<uint64_t> bar1_used_bytes;
+  Opt<int> cuda_cc_major;  // GetCudaComputeCapability.
+  Opt<int> cuda_cc_minor;
+  Opt<int> brand;               // nvmlBrandType_t value.
+  Opt<unsigned> architecture;   // nvmlDeviceArchitecture_t value.
+  Opt<bool> display_mode;       // A display can be connected.
+  Opt<bool> display_active;     // A display is initialised on the GPU.
   Opt<unsigned> clocks_mhz[4];  // Indexed by nvmlClockType_t: graphics, sm, memory, video.
   Opt<unsigned> max_clocks_mhz[4];
   Opt<unsigned> pstate;
@@ -125,6 +142,8 @@ struct GpuState {
   Opt<unsigned> pcie_width_current;
   Opt<unsigned> pcie_width_max;
   Opt<unsigned> pcie_replay_counter;
+  Opt<unsigned> pcie_tx_kb_s;  // GetPcieThroughput (KB/s over the last 20 ms).
+  Opt<unsigned> pcie_rx_kb_s;
   Opt<std::vector<NvLinkSpec>> nvlinks;
   Opt<std::vector<ProcessSpec>> processes;
   Opt<uint64_t> supported_events;

@@ -171,22 +171,21 @@ TEST_F(SimTest, ExportsOnlyNvmlAndLegacyLacksNewerSymbols) {
                          "nvmlDeviceGetCurrentClocksEventReasons",
                          "nvmlDeviceGetSupportedClocksEventReasons",
                          "nvmlDeviceGetGpuMaxPcieLinkGeneration",
-                         "nvmlDeviceGetRemappedRows"};
+                         "nvmlDeviceGetRemappedRows",
+                         "nvmlDeviceGetTemperatureV",
+                         "nvmlDeviceGetMPSComputeRunningProcesses_v3"};
   for (const char* s : newer) {
     EXPECT_NE(dlsym(FullLib(), s), nullptr) << s;
     EXPECT_EQ(dlsym(LegacyLib(), s), nullptr) << s;
   }
-  const char* older[] = {"nvmlInit_v2",
-                         "nvmlInit",
-                         "nvmlDeviceGetCount",
-                         "nvmlDeviceGetHandleByIndex",
-                         "nvmlDeviceGetComputeRunningProcesses",
-                         "nvmlDeviceGetComputeRunningProcesses_v2",
-                         "nvmlDeviceGetMemoryInfo",
-                         "nvmlDeviceGetCurrentClocksThrottleReasons",
-                         "nvmlDeviceGetPciInfo_v3",
-                         "nvmlEventSetWait_v2",
-                         "nvmlErrorString"};
+  const char* older[] = {"nvmlInit_v2", "nvmlInit", "nvmlDeviceGetCount",
+                         "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetComputeRunningProcesses",
+                         "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetMemoryInfo",
+                         "nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetPciInfo_v3",
+                         "nvmlEventSetWait_v2", "nvmlErrorString",
+                         // What nvtop needs before it monitors anything.
+                         "nvmlDeviceGetPcieThroughput", "nvmlDeviceGetEncoderUtilization",
+                         "nvmlDeviceGetDecoderUtilization"};
   for (const char* s : older) {
     EXPECT_NE(dlsym(FullLib(), s), nullptr) << s;
     EXPECT_NE(dlsym(LegacyLib(), s), nullptr) << s;
@@ -696,6 +695,249 @@ TEST_F(SimTest, ConcurrentCallsFromManyThreads) {
   stop = true;
   churn.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// The calls that nvtop, gpustat, nvitop and dcgm-exporter make beyond
+// gpuwarden's own, answered from the scenario; a GPU without the fields
+// answers NOT_SUPPORTED to each.
+constexpr char kPeerCallsScenario[] = R"({
+  "gpus": [
+    {"name": "NVIDIA H100 80GB HBM3",
+     "utilization": {"gpu": 40, "memory": 10, "encoder": 7, "decoder": 12},
+     "pcie": {"tx_kb_s": 1500, "rx_kb_s": 250000},
+     "bar1": {"total_mib": 131072, "used_mib": 5},
+     "cuda_compute_capability": "9.0",
+     "total_energy_j": 123456.789,
+     "display": {"mode": false, "active": false},
+     "brand": "nvidia",
+     "architecture": "hopper",
+     "power_default_limit_w": 700, "power_min_limit_w": 200, "power_max_limit_w": 700,
+     "temperature_c": 41,
+     "memory_temperature_c": 48,
+     "nvlinks": [{"active": true, "tx_kib": 1000, "rx_kib": 2000},
+                 {"active": true, "tx_kib": 30, "rx_kib": 40}],
+     "processes": [
+       {"pid": 7001, "used_mib": 100, "type": "compute"},
+       {"pid": 7002, "used_mib": 200, "type": "mps"},
+       {"pid": 7003, "used_mib": 300, "type": "mps"}
+     ]},
+    {"name": "bare"}
+  ]
+})";
+
+using CodecFn = nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*);
+using IntPairFn = nvmlReturn_t(nvmlDevice_t, int*, int*);
+using UintPairFn = nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*);
+using UllFn = nvmlReturn_t(nvmlDevice_t, unsigned long long*);
+using IntFn = nvmlReturn_t(nvmlDevice_t, int*);
+
+// nvmlBAR1Memory_t, nvmlFieldValue_t and nvmlTemperature_v1_t as nvml.h lays them out.
+struct Bar1 {
+  unsigned long long total, free, used;
+};
+struct Field {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;
+  int nvmlReturn;
+  unsigned long long value;  // The union's widest member.
+};
+static_assert(sizeof(Field) == 40);
+struct TempV1 {
+  unsigned int version;
+  int sensorType;
+  int temperature;
+};
+
+TEST_F(SimTest, PeerToolCallsAnswerFromTheScenario) {
+  UseText(kPeerCallsScenario);
+  ASSERT_EQ(init_(), NVML_SUCCESS);
+  nvmlDevice_t d = Handle(0);
+  nvmlDevice_t bare = Handle(1);
+  unsigned u = 0, period = 0;
+  auto enc = Fn<CodecFn>("nvmlDeviceGetEncoderUtilization");
+  auto dec = Fn<CodecFn>("nvmlDeviceGetDecoderUtilization");
+  EXPECT_EQ(enc(d, &u, &period), NVML_SUCCESS);
+  EXPECT_EQ(u, 7u);
+  EXPECT_GT(period, 0u);
+  EXPECT_EQ(dec(d, &u, &period), NVML_SUCCESS);
+  EXPECT_EQ(u, 12u);
+  EXPECT_EQ(enc(bare, &u, &period), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(enc(d, &u, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+
+  auto pcie = Fn<DevIntUintFn>("nvmlDeviceGetPcieThroughput");
+  EXPECT_EQ(pcie(d, 0, &u), NVML_SUCCESS);  // NVML_PCIE_UTIL_TX_BYTES.
+  EXPECT_EQ(u, 1500u);
+  EXPECT_EQ(pcie(d, 1, &u), NVML_SUCCESS);  // RX.
+  EXPECT_EQ(u, 250000u);
+  EXPECT_EQ(pcie(d, 2, &u), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pcie(bare, 0, &u), NVML_ERROR_NOT_SUPPORTED);
+
+  Bar1 bar1{};
+  auto get_bar1 = Fn<nvmlReturn_t(nvmlDevice_t, Bar1*)>("nvmlDeviceGetBAR1MemoryInfo");
+  EXPECT_EQ(get_bar1(d, &bar1), NVML_SUCCESS);
+  EXPECT_EQ(bar1.total, 131072ull << 20);
+  EXPECT_EQ(bar1.used, 5ull << 20);
+  EXPECT_EQ(bar1.free, (131072ull - 5) << 20);
+  EXPECT_EQ(get_bar1(bare, &bar1), NVML_ERROR_NOT_SUPPORTED);
+
+  int major = 0, minor = -1;
+  auto cc = Fn<IntPairFn>("nvmlDeviceGetCudaComputeCapability");
+  EXPECT_EQ(cc(d, &major, &minor), NVML_SUCCESS);
+  EXPECT_EQ(major, 9);
+  EXPECT_EQ(minor, 0);
+  EXPECT_EQ(cc(bare, &major, &minor), NVML_ERROR_NOT_SUPPORTED);
+
+  unsigned long long energy = 0;
+  auto get_energy = Fn<UllFn>("nvmlDeviceGetTotalEnergyConsumption");
+  EXPECT_EQ(get_energy(d, &energy), NVML_SUCCESS);
+  EXPECT_EQ(energy, 123456789ull);  // mJ.
+  EXPECT_EQ(get_energy(bare, &energy), NVML_ERROR_NOT_SUPPORTED);
+
+  nvmlEnableState_t state = NVML_FEATURE_ENABLED;
+  auto display_mode =
+      Fn<nvmlReturn_t(nvmlDevice_t, nvmlEnableState_t*)>("nvmlDeviceGetDisplayMode");
+  auto display_active =
+      Fn<nvmlReturn_t(nvmlDevice_t, nvmlEnableState_t*)>("nvmlDeviceGetDisplayActive");
+  EXPECT_EQ(display_mode(d, &state), NVML_SUCCESS);
+  EXPECT_EQ(state, NVML_FEATURE_DISABLED);
+  state = NVML_FEATURE_ENABLED;
+  EXPECT_EQ(display_active(d, &state), NVML_SUCCESS);
+  EXPECT_EQ(state, NVML_FEATURE_DISABLED);
+  EXPECT_EQ(display_mode(bare, &state), NVML_ERROR_NOT_SUPPORTED);
+
+  int brand = 0;
+  EXPECT_EQ(Fn<IntFn>("nvmlDeviceGetBrand")(d, &brand), NVML_SUCCESS);
+  EXPECT_EQ(brand, 14);  // NVML_BRAND_NVIDIA.
+  EXPECT_EQ(Fn<IntFn>("nvmlDeviceGetBrand")(bare, &brand), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(Fn<DevUintFn>("nvmlDeviceGetArchitecture")(d, &u), NVML_SUCCESS);
+  EXPECT_EQ(u, 9u);  // NVML_DEVICE_ARCH_HOPPER.
+  EXPECT_EQ(Fn<DevUintFn>("nvmlDeviceGetArchitecture")(bare, &u), NVML_ERROR_NOT_SUPPORTED);
+
+  unsigned lo = 0, hi = 0;
+  auto constraints = Fn<UintPairFn>("nvmlDeviceGetPowerManagementLimitConstraints");
+  EXPECT_EQ(constraints(d, &lo, &hi), NVML_SUCCESS);
+  EXPECT_EQ(lo, 200000u);
+  EXPECT_EQ(hi, 700000u);
+  EXPECT_EQ(constraints(bare, &lo, &hi), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(Fn<DevUintFn>("nvmlDeviceGetPowerManagementDefaultLimit")(d, &u), NVML_SUCCESS);
+  EXPECT_EQ(u, 700000u);
+}
+
+TEST_F(SimTest, MpsClientsAreListedOnlyByTheMpsCalls) {
+  UseText(kPeerCallsScenario);
+  ASSERT_EQ(init_(), NVML_SUCCESS);
+  nvmlDevice_t d = Handle(0);
+  EXPECT_EQ(ComputePids(d), (std::vector<unsigned>{7001}));
+  for (const char* name : {"nvmlDeviceGetMPSComputeRunningProcesses_v3",
+                           "nvmlDeviceGetMPSComputeRunningProcesses_v2"}) {
+    nvmlProcessInfo_t infos[4];
+    unsigned n = 4;
+    ASSERT_EQ(Fn<ProcsFn>(name)(d, &n, infos), NVML_SUCCESS) << name;
+    ASSERT_EQ(n, 2u) << name;
+    EXPECT_EQ(infos[0].pid, 7002u);
+    EXPECT_EQ(infos[0].usedGpuMemory, 200ull << 20);
+    EXPECT_EQ(infos[1].pid, 7003u);
+  }
+  nvmlProcessInfo_v1_t v1[4];
+  unsigned n = 4;
+  ASSERT_EQ(Fn<ProcsV1Fn>("nvmlDeviceGetMPSComputeRunningProcesses")(d, &n, v1), NVML_SUCCESS);
+  ASSERT_EQ(n, 2u);
+  EXPECT_EQ(v1[1].pid, 7003u);
+  EXPECT_EQ(v1[1].usedGpuMemory, 300ull << 20);
+  n = 4;
+  EXPECT_EQ(Fn<ProcsFn>("nvmlDeviceGetMPSComputeRunningProcesses_v3")(Handle(1), &n, nullptr),
+            NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(SimTest, FieldValuesAnswerEachFieldOnItsOwn) {
+  UseText(kPeerCallsScenario);
+  ASSERT_EQ(init_(), NVML_SUCCESS);
+  auto get = Fn<nvmlReturn_t(nvmlDevice_t, int, Field*)>("nvmlDeviceGetFieldValues");
+  Field f[8] = {};
+  f[0].fieldId = 82;   // NVML_FI_DEV_MEMORY_TEMP.
+  f[1].fieldId = 91;   // NVML_FI_DEV_NVLINK_LINK_COUNT.
+  f[2].fieldId = 138;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, link 1.
+  f[2].scopeId = 1;
+  f[3].fieldId = 139;  // RX, every link.
+  f[3].scopeId = 0xFFFFFFFF;
+  f[4].fieldId = 138;  // A link past the last.
+  f[4].scopeId = 2;
+  f[5].fieldId = 83;      // NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION.
+  f[6].fieldId = 100000;  // No such field.
+  f[7].fieldId = 0xABCDEF;
+  ASSERT_EQ(get(Handle(0), 8, f), NVML_SUCCESS);
+  EXPECT_EQ(f[0].nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(f[0].valueType, 1);  // NVML_VALUE_TYPE_UNSIGNED_INT.
+  EXPECT_EQ(static_cast<unsigned>(f[0].value), 48u);
+  EXPECT_GT(f[0].timestamp, 0);
+  EXPECT_EQ(f[1].nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(static_cast<unsigned>(f[1].value), 2u);
+  EXPECT_EQ(f[2].nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(f[2].valueType, 3);  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG.
+  EXPECT_EQ(f[2].value, 30u);
+  EXPECT_EQ(f[3].nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(f[3].value, 2040u);
+  EXPECT_EQ(f[4].nvmlReturn, NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(f[5].nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(f[5].value, 123456789u);
+  EXPECT_EQ(f[6].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(f[7].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+
+  Field bare[2] = {};
+  bare[0].fieldId = 82;
+  bare[1].fieldId = 91;
+  ASSERT_EQ(get(Handle(1), 2, bare), NVML_SUCCESS);
+  EXPECT_EQ(bare[0].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(bare[1].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(get(Handle(0), 1, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// A versioned struct's version word is sizeof | (N << 24); the library takes
+// exactly the words of the versions it knows.
+TEST_F(SimTest, VersionedStructsTakeOnlyTheRealVersionWords) {
+  UseText(R"({"gpus": [{"memory": {"total_mib": 1024, "used_mib": 100, "reserved_mib": 24},
+                        "temperature_c": 55}]})");
+  ASSERT_EQ(init_(), NVML_SUCCESS);
+  nvmlDevice_t d = Handle(0);
+  auto memory = Fn<MemV2Fn>("nvmlDeviceGetMemoryInfo_v2");
+  struct Case {
+    unsigned int word;
+    nvmlReturn_t want;
+  };
+  const Case memory_cases[] = {
+      {0x02000028, NVML_SUCCESS},                          // nvmlMemory_v2.
+      {2, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},           // What nvtop's master sends.
+      {0x01000018, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},  // The 24-byte v1 struct.
+      {0x01000028, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
+      {0x03000028, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
+      {0x02000030, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
+      {0, NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
+  };
+  for (const Case& c : memory_cases) {
+    nvmlMemory_v2_t m{};
+    m.version = c.word;
+    EXPECT_EQ(memory(d, &m), c.want) << std::hex << c.word;
+    if (c.want == NVML_SUCCESS) {
+      EXPECT_EQ(m.used, 100ull << 20);
+      EXPECT_EQ(m.reserved, 24ull << 20);
+    } else {
+      EXPECT_EQ(m.total, 0u) << "nothing written on a mismatch";
+    }
+  }
+  auto temperature = Fn<nvmlReturn_t(nvmlDevice_t, TempV1*)>("nvmlDeviceGetTemperatureV");
+  TempV1 t{0x0100000C, NVML_TEMPERATURE_GPU, 0};  // nvmlTemperature_v1.
+  EXPECT_EQ(temperature(d, &t), NVML_SUCCESS);
+  EXPECT_EQ(t.temperature, 55);
+  for (unsigned int word : {1u, 0x0200000Cu, 0x01000010u}) {
+    TempV1 wrong{word, NVML_TEMPERATURE_GPU, -1};
+    EXPECT_EQ(temperature(d, &wrong), NVML_ERROR_ARGUMENT_VERSION_MISMATCH) << word;
+    EXPECT_EQ(wrong.temperature, -1);
+  }
+  TempV1 other_sensor{0x0100000C, 1, 0};
+  EXPECT_EQ(temperature(d, &other_sensor), NVML_ERROR_INVALID_ARGUMENT);
 }
 
 }  // namespace
