@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpuwarden needs to build and test, when any is missing.
-# Safe to run again: it does nothing when everything is present.
+# Safe to run again: it does nothing when everything is present. Also fetches the peer NVML
+# clients the peer tests compare against (bench/fetch_peers.sh), without installing them.
 set -euo pipefail
 
 packages=(
@@ -30,15 +31,28 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}" >&2
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The peer NVML clients that tests/e2e/peers_e2e_test.cc runs against the simulated library:
+# Debian's nvtop and gpustat (with pynvml), downloaded into bench/.peers and unpacked there,
+# never installed (pynvml's package would pull in NVIDIA's real library). A mirror that cannot
+# be reached is said here and by the test, which then skips; any other failure leaves the
+# clients absent and the test fails.
+peers_status=0
+"$(dirname "$0")/../bench/fetch_peers.sh" >/dev/null || peers_status=$?
+case $peers_status in
+  0) ;;
+  2) echo "setup: WARNING: the Debian mirror could not be reached; nvtop and gpustat are not" \
+          "fetched and the peer tests will skip (see bench/.peers/unreachable)" >&2 ;;
+  *) echo "setup: fetching nvtop and gpustat failed (bench/fetch_peers.sh);" \
+          "the peer tests will fail" >&2 ;;
+esac
