@@ -1,6 +1,7 @@
 #include "e2e/scenario_expect.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -95,12 +96,29 @@ ExpectedServer LoadExpectedServer(const std::string& path) {
     e.block_s = g.value("block_s", 0.0);
     e.utilization_pct = Get<unsigned>(g, "utilization", "gpu");
     e.temperature_c = Get<int>(g, "temperature_c");
+    if (Get<unsigned>(g, "utilization", "memory")) e.utilization_rates_gpu = e.utilization_pct;
+    e.encoder_pct = Get<unsigned>(g, "utilization", "encoder");
+    e.decoder_pct = Get<unsigned>(g, "utilization", "decoder");
+    e.pcie_tx_kb_s = Get<unsigned>(g, "pcie", "tx_kb_s");
+    e.pcie_rx_kb_s = Get<unsigned>(g, "pcie", "rx_kb_s");
+    auto milli = [&g](const char* key) -> std::optional<unsigned> {
+      auto w = Get<double>(g, key);
+      if (!w) return std::nullopt;
+      return static_cast<unsigned>(std::llround(*w * 1000.0));
+    };
+    e.power_mw = milli("power_w");
+    e.power_limit_mw = milli("power_limit_w");
+    e.pci_complete = Get<std::string>(g, "pci_bus_id") && Get<std::string>(g, "pci_device_id") &&
+                     Get<std::string>(g, "pci_subsystem_id");
+    e.has_processes = g.contains("processes") && g["processes"].is_array();
     uint64_t process_mib = 0;
     for (const json& p : g.value("processes", json::array())) {
       ExpectedProcess ep;
       ep.pid_spec = p["pid"].is_string() ? p["pid"].get<std::string>()
                                          : std::to_string(p["pid"].get<long long>());
       if (ep.pid_spec.rfind("env:", 0) == 0) server.pid_env_names.insert(ep.pid_spec.substr(4));
+      ep.type = p.value("type", "compute");
+      ep.sm_pct = Get<unsigned>(p, "sm_pct");
       if (auto mib = Get<uint64_t>(p, "used_mib")) {
         ep.used_bytes = *mib * kMiB;
         process_mib += *mib;
@@ -114,6 +132,7 @@ ExpectedServer LoadExpectedServer(const std::string& path) {
                           g["memory"].value("used_from_processes", false);
     if (used && from_processes) *used += process_mib;
     if (total) e.total_bytes = *total * kMiB;
+    if (Get<uint64_t>(g, "memory", "reserved_mib")) e.reserved_bytes = reserved * kMiB;
     if (used) e.used_bytes = *used * kMiB;
     if (total && used) e.free_bytes = (*total - reserved - *used) * kMiB;
     server.gpus.push_back(e);

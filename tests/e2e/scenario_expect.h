@@ -17,6 +17,8 @@ namespace gw::test {
 struct ExpectedProcess {
   std::string pid_spec;  // "4242" or "env:NAME".
   std::optional<uint64_t> used_bytes;
+  std::string type = "compute";    // As the scenario spells it.
+  std::optional<unsigned> sm_pct;  // The process-utilization sample's SM percent.
 };
 
 struct ExpectedGpu {
@@ -25,6 +27,14 @@ struct ExpectedGpu {
   std::optional<uint64_t> total_bytes, used_bytes, free_bytes;
   std::optional<unsigned> utilization_pct;
   std::optional<int> temperature_c;
+  // utilization.gpu as NVML answers it: only with utilization.memory beside it.
+  std::optional<unsigned> utilization_rates_gpu;
+  std::optional<unsigned> encoder_pct, decoder_pct;
+  std::optional<unsigned> pcie_tx_kb_s, pcie_rx_kb_s;
+  std::optional<uint64_t> reserved_bytes;
+  std::optional<unsigned> power_mw, power_limit_mw;  // As the ABI carries them.
+  bool pci_complete = false;   // pci_bus_id, pci_device_id and pci_subsystem_id: PciInfo answers.
+  bool has_processes = false;  // `processes` present: the process calls answer.
   bool lost = false;
   std::optional<std::string> handle_error;
   double block_s = 0;
