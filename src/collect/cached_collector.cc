@@ -20,6 +20,26 @@ void SortUnique(std::vector<pid_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
+// `to` = `from`, where `to` already holds the lasting facts of the same full
+// read (facts_read): only what a refresh or a look changes is copied. Every
+// field that ProcessCache::Refresh or AttachHostProcesses sets must be here.
+void CopyChangingFacts(HostProcess& to, const HostProcess& from) {
+  to.pid = from.pid;
+  to.comm = from.comm;
+  to.state = from.state;
+  to.ppid = from.ppid;
+  to.pgid = from.pgid;
+  to.sid = from.sid;
+  to.parent_comm = from.parent_comm;
+  to.age_s = from.age_s;
+  to.cpu_pct = from.cpu_pct;
+  to.cpu_time_ms = from.cpu_time_ms;
+  to.rss_bytes = from.rss_bytes;
+  to.device_files = from.device_files;
+  to.listed_by_driver = from.listed_by_driver;
+  to.readable = from.readable;
+}
+
 }  // namespace
 
 ProcessCache::ProcessCache(std::string proc_root, int64_t stat_every_ms)
@@ -100,7 +120,13 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
     }
     auto node = spare.extract(spare.begin());
     node.key() = pid;
-    node.mapped() = std::forward<decltype(process)>(process);
+    if (process.facts_read != 0 && node.mapped().facts_read == process.facts_read) {
+      // The same process as a look ago: its command line, user and owner
+      // are there already. (Most of a light look's time was this copy.)
+      CopyChangingFacts(node.mapped(), process);
+    } else {
+      node.mapped() = std::forward<decltype(process)>(process);
+    }
     out.insert(out.end(), std::move(node));
   };
   // One walk over the cache beside the sorted PIDs, not a search a PID: the
@@ -180,6 +206,7 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
       if (entry != nullptr) it = Drop(it);
       continue;
     }
+    full->facts_read = full_reads_;
     if (entry == nullptr) {
       it = cache_.emplace_hint(it, pid, Entry{});
       entry = &it->second;

@@ -107,7 +107,7 @@ class ProcessCache {
   long clock_ticks_;
   long page_size_;
   std::map<pid_t, Entry> cache_;
-  size_t full_reads_ = 0;
+  size_t full_reads_ = 0;  // Also the HostProcess::facts_read of the last full read.
   size_t stat_reads_ = 0;
   size_t open_files_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "collect/cached_collector.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -134,6 +135,46 @@ TEST(ProcessCache, SpareNodesLendTheirMemoryNotTheirContent) {
   Reap(a);
   Reap(b);
   Reap(c);
+}
+
+// A spare node filled from the same full read of a process (facts_read) keeps
+// its command line, user and owner and gets only what changes; one from an
+// earlier read of that PID (the process was dropped from the cache and read
+// again: it may have exec'd since) is filled whole.
+TEST(ProcessCache, ASpareNodeKeepsLastingFactsOnlyFromTheSameRead) {
+  const pid_t a = StartSleeper();
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(WaitForExec(a));
+  ProcessCache cache("/proc");
+  int64_t t = RealClock().NowUnixMs();
+  std::map<pid_t, HostProcess> first = cache.Refresh({a}, t += 1000);
+  ASSERT_EQ(first.count(a), 1u);
+  const std::vector<std::string> cmdline = first.at(a).cmdline;
+  ASSERT_FALSE(cmdline.empty());
+  EXPECT_NE(first.at(a).facts_read, 0u);
+
+  cache.Refresh({}, t += 1000);  // Dropped.
+  first.at(a).cmdline = {"stale"};
+  std::map<pid_t, HostProcess> again = cache.Refresh({a}, t += 1000, {}, std::move(first));
+  ASSERT_EQ(again.count(a), 1u);
+  EXPECT_EQ(again.at(a).cmdline, cmdline);
+  EXPECT_EQ(cache.full_reads(), 2u);
+
+  const HostProcess before = again.at(a);
+  // A mark in the spare's lasting facts: it stays, since they are not copied
+  // again (by facts_read's contract, the cache's are the same).
+  again.at(a).exe = "/marked";
+  std::map<pid_t, HostProcess> next = cache.Refresh({a}, t += 1000, {}, std::move(again));
+  ASSERT_EQ(next.count(a), 1u);
+  const HostProcess& p = next.at(a);
+  EXPECT_EQ(p.facts_read, before.facts_read);
+  EXPECT_EQ(p.exe, "/marked");
+  EXPECT_EQ(p.cmdline, cmdline);
+  EXPECT_EQ(p.user, before.user);
+  ASSERT_TRUE(p.age_s && before.age_s);
+  EXPECT_GT(*p.age_s, *before.age_s);  // What changes did.
+  EXPECT_EQ(cache.full_reads(), 2u);
+  Reap(a);
 }
 
 // With stat_every_ms, a driver-listed process's stat is read again only when
@@ -362,6 +403,21 @@ pid_t StartHolder(const std::string& file, const std::string& release) {
   return pid;
 }
 
+// `pid` has `file` open (one of /proc/PID/fd links to it).
+bool HoldsOpen(pid_t pid, const std::string& file) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* dir = opendir(fds.c_str());
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(dir)) {
+    char target[512];
+    const ssize_t n = readlinkat(dirfd(dir), e->d_name, target, sizeof target);
+    found = found || (n > 0 && std::string_view(target, static_cast<size_t>(n)) == file);
+  }
+  closedir(dir);
+  return found;
+}
+
 // The full look's scan does not read again the files of a process the driver
 // lists and an earlier scan read: it keeps what that scan found, even once
 // the process has closed them. A holder the driver does not list is read at
@@ -392,14 +448,14 @@ TEST(CachedCollector, AListedProcessFilesAreReadAtItsFirstScanOnly) {
     auto it = s.processes.find(pid);
     return it == s.processes.end() ? std::vector<std::string>{} : it->second.device_files;
   };
-  // Until both children have opened the file.
-  Snapshot first;
-  for (int i = 0; i < 2000; ++i) {
-    clock.AdvanceMs(60'000);
-    first = collector.Look(0);
-    if (files_of(first, listed).size() == 1 && files_of(first, hidden).size() == 1) break;
+  // Both children have opened the file before the first scan: a listed
+  // process scanned before it opened its files would keep that scan's none.
+  for (int i = 0; i < 5000 && !(HoldsOpen(listed, file) && HoldsOpen(hidden, file)); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  ASSERT_TRUE(HoldsOpen(listed, file) && HoldsOpen(hidden, file));
+  clock.AdvanceMs(60'000);
+  const Snapshot first = collector.Look(0);
   ASSERT_TRUE(collector.last_full());
   EXPECT_EQ(files_of(first, listed), std::vector<std::string>{file});
   EXPECT_EQ(files_of(first, hidden), std::vector<std::string>{file});

@@ -241,6 +241,12 @@ struct HostProcess {
   std::vector<std::string> device_files;  // /dev/nvidia* it holds open ("fuser" view).
   bool listed_by_driver = false;          // Appears in some GPU's process list.
   bool readable = true;                   // False when /proc/PID could not be read.
+  // Which full read of /proc by the collector's process cache filled the
+  // lasting facts above (uid, user, command line, start, exe, owner); 0: none
+  // counted. Two copies from one cache with the same non-zero value hold the
+  // same lasting facts, so a look refills a finished look's copy with the
+  // changing ones only (collect::ProcessCache).
+  uint64_t facts_read = 0;
 };
 
 struct SystemInfo {
