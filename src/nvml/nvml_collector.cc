@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <span>
 #include <utility>
 
@@ -581,29 +580,49 @@ void NvmlCollector::ReadProcesses(Gpu& gpu, nvmlDevice_t h) {
   gpu.processes_known = (compute.read || graphics.read) && !compute.failed && !graphics.failed;
 
   // Merge by PID: a process with both kinds of context is listed twice.
+  // Sorted (PID, place) pairs rather than a map: this runs for every GPU at
+  // every look, and a map allocates a node per process.
+  struct Listed {
+    const ListedProcess* p;
+    GpuProcessType type;
+  };
+  std::vector<Listed> all;
+  all.reserve(compute.processes.size() + graphics.processes.size());
+  for (const ListedProcess& p : compute.processes) all.push_back({&p, GpuProcessType::kCompute});
+  for (const ListedProcess& p : graphics.processes) all.push_back({&p, GpuProcessType::kGraphics});
+  std::vector<std::pair<uint32_t, uint32_t>> by_pid(all.size());
+  for (size_t i = 0; i < all.size(); ++i) by_pid[i] = {all[i].p->pid, static_cast<uint32_t>(i)};
+  std::sort(by_pid.begin(), by_pid.end());
+  // Each listing folded into the PID's first, which keeps its place.
+  std::vector<uint32_t> first_of(all.size());
+  for (size_t i = 0; i < by_pid.size(); ++i) {
+    first_of[by_pid[i].second] = i > 0 && by_pid[i - 1].first == by_pid[i].first
+                                     ? first_of[by_pid[i - 1].second]
+                                     : by_pid[i].second;
+  }
   std::vector<GpuProcess> merged;
-  std::map<uint32_t, size_t> position;
-  auto add = [&](const ListedProcess& p, GpuProcessType type) {
-    auto [it, inserted] = position.try_emplace(p.pid, merged.size());
-    if (!inserted) {
-      GpuProcess& existing = merged[it->second];
-      if (existing.type != type) existing.type = GpuProcessType::kComputeAndGraphics;
+  merged.reserve(all.size());
+  std::vector<uint32_t> merged_at(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const ListedProcess& p = *all[i].p;
+    if (first_of[i] != i) {
+      GpuProcess& existing = merged[merged_at[first_of[i]]];
+      if (existing.type != all[i].type) existing.type = GpuProcessType::kComputeAndGraphics;
       if (p.used_bytes &&
           (!existing.used_memory_bytes || *p.used_bytes > *existing.used_memory_bytes)) {
         existing.used_memory_bytes = p.used_bytes;
       }
-      return;
+      continue;
     }
+    merged_at[i] = static_cast<uint32_t>(merged.size());
     GpuProcess process;
     process.pid = static_cast<pid_t>(p.pid);
-    process.type = type;
+    process.type = all[i].type;
     process.used_memory_bytes = p.used_bytes;
     process.gpu_instance_id = p.gpu_instance_id;
     process.compute_instance_id = p.compute_instance_id;
     merged.push_back(std::move(process));
-  };
-  for (const ListedProcess& p : compute.processes) add(p, GpuProcessType::kCompute);
-  for (const ListedProcess& p : graphics.processes) add(p, GpuProcessType::kGraphics);
+  }
   gpu.processes = std::move(merged);
   if (gpu.processes.empty()) return;
 
@@ -636,16 +655,19 @@ void NvmlCollector::ReadProcesses(Gpu& gpu, nvmlDevice_t h) {
     if (result != NVML_ERROR_INSUFFICIENT_SIZE) Ok(result);
     return;
   }
-  // The driver keeps several samples per process; the newest wins.
-  std::map<uint32_t, const nvmlProcessUtilizationSample_t*> latest;
-  for (const auto& sample : samples) {
-    auto& slot = latest[sample.pid];
-    if (slot == nullptr || sample.timeStamp > slot->timeStamp) slot = &sample;
-  }
+  // The driver keeps several samples per process; the newest wins: by PID,
+  // the newest first.
+  // (Stable: of two samples of one time, the first listed wins, as before.)
+  std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.timeStamp > b.timeStamp;
+  });
   for (GpuProcess& process : gpu.processes) {
-    auto it = latest.find(static_cast<uint32_t>(process.pid));
-    process.sm_util_pct = it == latest.end() ? 0u : it->second->smUtil;
-    process.mem_util_pct = it == latest.end() ? 0u : it->second->memUtil;
+    const auto pid = static_cast<unsigned>(process.pid);
+    auto it = std::lower_bound(samples.begin(), samples.end(), pid,
+                               [](const auto& sample, unsigned p) { return sample.pid < p; });
+    const bool found = it != samples.end() && it->pid == pid;
+    process.sm_util_pct = found ? it->smUtil : 0u;
+    process.mem_util_pct = found ? it->memUtil : 0u;
   }
 }
 

@@ -283,6 +283,26 @@ TEST(NvmlCollector, ProcessesMergedAcrossListsWithUnknownMemory) {
   EXPECT_FALSE(p100->gpu_instance_id.has_value());
 }
 
+// In the driver's order, compute first; a PID listed again (in either list)
+// folds into its first listing, with the most memory any listing gives.
+TEST(NvmlCollector, ProcessesKeepTheirFirstListingsPlace) {
+  FakeNvml fake;
+  fake.gpus.resize(1);
+  fake.gpus[0].compute = {{300, 1ULL << 20}, {100, ~0ULL}, {300, 3ULL << 20}};
+  fake.gpus[0].graphics = {{50, 1ULL << 20}, {100, 2ULL << 20}, {300, 2ULL << 20}};
+  Snapshot s = CollectFrom(fake);
+  const Gpu& gpu = s.gpus[0];
+  ASSERT_EQ(gpu.processes.size(), 3u);
+  EXPECT_EQ(gpu.processes[0].pid, 300);
+  EXPECT_EQ(gpu.processes[0].type, GpuProcessType::kComputeAndGraphics);
+  EXPECT_EQ(gpu.processes[0].used_memory_bytes, 3ULL << 20);
+  EXPECT_EQ(gpu.processes[1].pid, 100);
+  EXPECT_EQ(gpu.processes[1].type, GpuProcessType::kComputeAndGraphics);
+  EXPECT_EQ(gpu.processes[1].used_memory_bytes, 2ULL << 20);
+  EXPECT_EQ(gpu.processes[2].pid, 50);
+  EXPECT_EQ(gpu.processes[2].type, GpuProcessType::kGraphics);
+}
+
 TEST(NvmlCollector, StrideGuardOnTheCallPath) {
   FakeNvml fake;
   fake.gpus.resize(1);
