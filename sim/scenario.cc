@@ -33,12 +33,16 @@ struct Invalid : std::runtime_error {
   throw Invalid(path.empty() ? problem : path + ": " + problem);
 }
 
-// A short rendering of a JSON value for messages.
+// A short rendering of a JSON value for messages: one line of ASCII (control
+// characters and all but ASCII escaped, so a cut never splits a character).
 std::string Show(const json& v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', /*ensure_ascii=*/true);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
+
+// A text from the file, quoted for a message as Show quotes a string.
+std::string ShowText(const std::string& text) { return Show(json(text)); }
 
 // A key with control characters (it came from the file: an unknown key) is
 // shown as a JSON string, so that the message stays one line whatever it holds.
@@ -166,7 +170,7 @@ Opt<uint32_t> GetHex32(const json& obj, const char* key, const std::string& path
   if (!s) return std::nullopt;
   auto x = ParseHex(*s);
   if (!x || *x > 0xFFFFFFFFull) {
-    Fail(Join(path, key), "expected a 32-bit hex string like \"0x233010DE\", got \"" + *s + "\"");
+    Fail(Join(path, key), "expected a 32-bit hex string like \"0x233010DE\", got " + ShowText(*s));
   }
   return static_cast<uint32_t>(*x);
 }
@@ -309,7 +313,7 @@ Opt<PciAddress> GetPci(const json& obj, const char* key, const std::string& path
   if (!s) return std::nullopt;
   auto a = ParsePciBusId(*s);
   if (!a)
-    Fail(Join(path, key), "expected a PCI bus id like \"00000000:19:00.0\", got \"" + *s + "\"");
+    Fail(Join(path, key), "expected a PCI bus id like \"00000000:19:00.0\", got " + ShowText(*s));
   return a;
 }
 
@@ -536,7 +540,7 @@ GpuState ParseGpuState(const json& g, const std::string& path, const EnvLookup& 
     if (std::sscanf(cc->c_str(), "%3u.%3u%c", &major, &minor, &tail) != 2 ||
         !std::isdigit(static_cast<unsigned char>((*cc)[0]))) {
       Fail(Join(path, "cuda_compute_capability"),
-           "expected \"MAJOR.MINOR\" like \"9.0\", got \"" + *cc + "\"");
+           "expected \"MAJOR.MINOR\" like \"9.0\", got " + ShowText(*cc));
     }
     s.cuda_cc_major = static_cast<int>(major);
     s.cuda_cc_minor = static_cast<int>(minor);
@@ -767,7 +771,7 @@ void SetDotted(json& target, const std::string& dotted, const json& value,
     size_t dot = dotted.find('.', start);
     std::string part =
         dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) Fail(path, "empty component in key \"" + dotted + "\"");
+    if (part.empty()) Fail(path, "empty component in key " + ShowText(dotted));
     if (dot == std::string::npos) {
       (*node)[part] = value;
       return;
@@ -775,7 +779,7 @@ void SetDotted(json& target, const std::string& dotted, const json& value,
     json& next = (*node)[part];
     if (next.is_null()) next = json::object();
     if (!next.is_object()) {
-      Fail(path, "\"" + dotted + "\": \"" + part + "\" is not an object");
+      Fail(path, ShowText(dotted) + ": " + ShowText(part) + " is not an object");
     }
     node = &next;
     start = dot + 1;

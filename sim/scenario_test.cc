@@ -128,6 +128,18 @@ TEST(ScenarioTest, WrongTypesAreRejectedWithTheirPath) {
        "events cannot change on the timeline"},
       {R"({"gpus": [{"pstate": 1}], "timeline": [{"at_s": 1, "gpu": 0, "set": {"pstate.x": 1}}]})",
        "\"pstate\" is not an object"},
+      // Found by fuzz_scenario (fuzz/corpus/scenario/regression-newline-in-nvlink-pci-bus-id):
+      // a value the file gave went into the message raw, newline and all.
+      {"{\"gpus\": [{\"nvlinks\": [{\"remote_pci_bus_id\": \"00000000:AF:00\\n.0\"}]}]}",
+       "gpus[0].nvlinks[0].remote_pci_bus_id: expected a PCI bus id like \"00000000:19:00.0\", "
+       "got \"00000000:AF:00\\n.0\""},
+      {"{\"gpus\": [{\"pci_device_id\": \"0x23\\u001b[2J\"}]}",
+       "gpus[0].pci_device_id: expected a 32-bit hex string like \"0x233010DE\", "
+       "got \"0x23\\u001b[2J\""},
+      {"{\"gpus\": [{\"cuda_compute_capability\": \"9\\n0\"}]}",
+       "gpus[0].cuda_compute_capability: expected \"MAJOR.MINOR\" like \"9.0\", got \"9\\n0\""},
+      {"{\"gpus\": [{}], \"timeline\": [{\"at_s\": 1, \"gpu\": 0, \"set\": {\"a\\n..b\": 1}}]}",
+       "timeline[0].set: empty component in key \"a\\n..b\""},
   };
   for (const auto& [text, want] : cases) {
     std::string got = ErrorOf(text);
