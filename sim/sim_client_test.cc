@@ -186,6 +186,7 @@ std::vector<Proc> Listed(const json& gpu, uint64_t pid_of_env) {
 bool InList(const json& p, bool compute) {
   std::string type = p.value("type", "compute");
   if (type == "compute+graphics") return true;
+  if (type == "mps") return false;  // Listed by the MPS calls only.
   return (type == "compute") == compute;
 }
 
@@ -462,6 +463,70 @@ void ExpectGpu(Writer& w, unsigned index, const json& g, unsigned stride, uint64
   json events = At(g, "supported_events");
   w.Put("supported_events",
         events.is_null() ? std::string("NOT_SUPPORTED") : Hex(Mask(events, kEventBits)));
+
+  // The calls other NVML clients make (docs/scenarios.md, GPU object).
+  for (const char* codec : {"encoder", "decoder"}) {
+    json pct = At(g, std::string("utilization.") + codec);
+    if (pct.is_null()) {
+      w.Put(codec, "NOT_SUPPORTED");
+    } else {
+      w.Num(std::string(codec) + ".pct", pct);
+      w.Put(std::string(codec) + ".period_us", 100000);
+    }
+  }
+  w.Num("pcie.tx_kb_s", At(g, "pcie.tx_kb_s"));
+  w.Num("pcie.rx_kb_s", At(g, "pcie.rx_kb_s"));
+  json bar1_total = At(g, "bar1.total_mib");
+  json bar1_used = At(g, "bar1.used_mib");
+  if (bar1_total.is_null() || bar1_used.is_null()) {
+    w.Put("bar1", "NOT_SUPPORTED");
+  } else {
+    w.Num("bar1.total", bar1_total, kMiB);
+    w.Num("bar1.used", bar1_used, kMiB);
+    w.Put("bar1.free", (bar1_total.get<uint64_t>() - bar1_used.get<uint64_t>()) * kMiB);
+  }
+  json cc = At(g, "cuda_compute_capability");
+  if (cc.is_null()) {
+    w.Put("cuda_cc", "NOT_SUPPORTED");
+  } else {
+    std::string text = cc.get<std::string>();
+    w.Put("cuda_cc.major", text.substr(0, text.find('.')));
+    w.Put("cuda_cc.minor", text.substr(text.find('.') + 1));
+  }
+  json energy = At(g, "total_energy_j");
+  std::string energy_mj = energy.is_null()
+                              ? std::string("NOT_SUPPORTED")
+                              : std::to_string(std::llround(energy.get<double>() * 1000));
+  w.Put("energy_mj", energy_mj);
+  w.Bool("display.mode", At(g, "display.mode"));
+  w.Bool("display.active", At(g, "display.active"));
+  const std::map<std::string, int> brands = {
+      {"unknown", 0},     {"quadro", 1},      {"tesla", 2},       {"nvs", 3},
+      {"grid", 4},        {"geforce", 5},     {"titan", 6},       {"nvidia_vapps", 7},
+      {"nvidia_vpc", 8},  {"nvidia_vcs", 9},  {"nvidia_vws", 10}, {"nvidia_cloud_gaming", 11},
+      {"quadro_rtx", 12}, {"nvidia_rtx", 13}, {"nvidia", 14},     {"geforce_rtx", 15},
+      {"titan_rtx", 16}};
+  json brand = At(g, "brand");
+  w.Put("brand", brand.is_null() ? std::string("NOT_SUPPORTED")
+                                 : std::to_string(brands.at(brand.get<std::string>())));
+  const std::map<std::string, uint64_t> architectures = {
+      {"kepler", 2}, {"maxwell", 3}, {"pascal", 4}, {"volta", 5},      {"turing", 6},
+      {"ampere", 7}, {"ada", 8},     {"hopper", 9}, {"blackwell", 10}, {"unknown", 0xFFFFFFFF}};
+  json arch = At(g, "architecture");
+  w.Put("architecture", arch.is_null() ? std::string("NOT_SUPPORTED")
+                                       : std::to_string(architectures.at(arch.get<std::string>())));
+  json min_w = At(g, "power_min_limit_w");
+  json max_w = At(g, "power_max_limit_w");
+  if (min_w.is_null() || max_w.is_null()) {
+    w.Put("power.limits", "NOT_SUPPORTED");
+  } else {
+    w.Put("power.limits.min_mw", static_cast<uint64_t>(std::llround(min_w.get<double>() * 1000)));
+    w.Put("power.limits.max_mw", static_cast<uint64_t>(std::llround(max_w.get<double>() * 1000)));
+  }
+  w.Num("field.memory_temp", At(g, "memory_temperature_c"));
+  w.Put("field.energy_mj", energy_mj);
+  w.Put("field.nvlink_count",
+        links.is_null() ? std::string("NOT_SUPPORTED") : std::to_string(links.size()));
 }
 
 const std::map<int, std::string> kErrorStrings = {
@@ -712,6 +777,9 @@ TEST(SimClientTest, LegacyLibraryServesV1CallsAndLacksNewerOnes) {
   EXPECT_EQ(got.at("gpu0.clock_event_reasons"), "NO_SYMBOL");
   EXPECT_EQ(got.at("gpu0.clock_event_reasons_supported"), "NO_SYMBOL");
   EXPECT_EQ(got.at("gpu0.pcie.gen_gpu_max"), "NO_SYMBOL");
+  // What nvtop needs was there in R470: the symbols answer (the scenario leaves the values out).
+  EXPECT_EQ(got.at("gpu0.encoder"), "NOT_SUPPORTED");
+  EXPECT_EQ(got.at("gpu0.pcie.tx_kb_s"), "NOT_SUPPORTED");
   // Everything older answers.
   EXPECT_EQ(got.at("gpu0.compute_v1.count"), "1");
   EXPECT_EQ(got.at("gpu0.compute_v1.0.pid"), "310771");

@@ -73,6 +73,21 @@ typedef struct {
   unsigned int gpuInstanceId, computeInstanceId;
 } EventData;
 
+typedef struct {
+  unsigned long long total, free, used;
+} Bar1Memory;
+
+typedef struct {
+  unsigned int fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType;
+  nvmlReturn_t nvmlReturn;
+  unsigned long long value; /* The union's widest member. */
+} FieldValue;
+
+_Static_assert(sizeof(Bar1Memory) == 24, "bar1 memory");
+_Static_assert(sizeof(FieldValue) == 40, "field value");
+_Static_assert(offsetof(FieldValue, value) == 32, "field value's value");
 _Static_assert(sizeof(PciInfoV3) == 68, "v3 pci info");
 _Static_assert(offsetof(PciInfoV3, busId) == 36, "busId offset");
 _Static_assert(sizeof(PciInfoV2) == 52, "v2 pci info");
@@ -134,6 +149,7 @@ typedef nvmlReturn_t (*SetCreateFn)(nvmlEventSet_t*);
 typedef nvmlReturn_t (*RegisterFn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 typedef nvmlReturn_t (*WaitFn)(nvmlEventSet_t, EventData*, unsigned int);
 typedef nvmlReturn_t (*SetFreeFn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*FieldsFn)(nvmlDevice_t, int, FieldValue*);
 
 #define GET(type, name) ((type)sym(name))
 
@@ -323,6 +339,93 @@ static void two_values(nvmlDevice_t d, const char* symbol, const char* key) {
   snprintf(k2, sizeof k2, "%s.pending", key);
   put_ull(k1, (unsigned long long)a);
   put_ull(k2, (unsigned long long)b);
+}
+
+static void dev_u64(nvmlDevice_t d, const char* symbol, const char* key) {
+  DevU64Fn f = GET(DevU64Fn, symbol);
+  unsigned long long v = 0;
+  nvmlReturn_t r;
+  if (!f) {
+    put_nosym(key);
+    return;
+  }
+  r = f(d, &v);
+  if (r == R_SUCCESS) {
+    put_ull(key, v);
+  } else {
+    put_err(key, r);
+  }
+}
+
+/* A call that fills two unsigned (or non-negative int) values: key.first, key.second. */
+static void dev_pair(nvmlDevice_t d, const char* symbol, const char* key, const char* first,
+                     const char* second) {
+  DevTwoUintFn f = GET(DevTwoUintFn, symbol);
+  unsigned int a = 0, b = 0;
+  nvmlReturn_t r;
+  if (!f) {
+    put_nosym(key);
+    return;
+  }
+  r = f(d, &a, &b);
+  if (r != R_SUCCESS) {
+    put_err(key, r);
+    return;
+  }
+  put_ull(k("%s.%s", key, first), a);
+  put_ull(k("%s.%s", key, second), b);
+}
+
+static void bar1(nvmlDevice_t d) {
+  DevPtrFn f = GET(DevPtrFn, "nvmlDeviceGetBAR1MemoryInfo");
+  Bar1Memory m;
+  nvmlReturn_t r;
+  if (!f) {
+    put_nosym("bar1");
+    return;
+  }
+  r = f(d, &m);
+  if (r != R_SUCCESS) {
+    put_err("bar1", r);
+    return;
+  }
+  put_ull("bar1.total", m.total);
+  put_ull("bar1.free", m.free);
+  put_ull("bar1.used", m.used);
+}
+
+/* nvmlDeviceGetFieldValues: memory temperature (82), total energy (83), NVLink count (91). */
+static void field_values(nvmlDevice_t d) {
+  static const struct {
+    unsigned int id;
+    const char* key;
+  } fields[] = {{82, "field.memory_temp"}, {83, "field.energy_mj"}, {91, "field.nvlink_count"}};
+  FieldsFn f = GET(FieldsFn, "nvmlDeviceGetFieldValues");
+  FieldValue v[3];
+  nvmlReturn_t r;
+  int i;
+  if (!f) {
+    put_nosym("field");
+    return;
+  }
+  memset(v, 0, sizeof v);
+  for (i = 0; i < 3; ++i) v[i].fieldId = fields[i].id;
+  r = f(d, 3, v);
+  if (r != R_SUCCESS) {
+    put_err("field", r);
+    return;
+  }
+  for (i = 0; i < 3; ++i) {
+    if (v[i].nvmlReturn != R_SUCCESS) {
+      put_err(fields[i].key, v[i].nvmlReturn);
+    } else if (v[i].valueType == 1) { /* NVML_VALUE_TYPE_UNSIGNED_INT */
+      unsigned int u;
+      memcpy(&u, &v[i].value, sizeof u);
+      put_ull(fields[i].key, u);
+    } else {
+      put_ull(fields[i].key, v[i].value);
+    }
+  }
 }
 
 static void pci_v3(nvmlDevice_t d, PciInfoV3* out, int* ok) {
@@ -750,6 +853,20 @@ static void print_gpu(unsigned int i, nvmlDevice_t d) {
   processes(d, "nvmlDeviceGetGraphicsRunningProcesses", "graphics_v1", 1);
   process_utilization(d);
   dev_mask(d, "nvmlDeviceGetSupportedEventTypes", "supported_events");
+  /* What nvtop, gpustat, nvitop and dcgm-exporter read beyond gpuwarden. */
+  dev_pair(d, "nvmlDeviceGetEncoderUtilization", "encoder", "pct", "period_us");
+  dev_pair(d, "nvmlDeviceGetDecoderUtilization", "decoder", "pct", "period_us");
+  dev_int_uint(d, "nvmlDeviceGetPcieThroughput", 0, "pcie.tx_kb_s");
+  dev_int_uint(d, "nvmlDeviceGetPcieThroughput", 1, "pcie.rx_kb_s");
+  bar1(d);
+  dev_pair(d, "nvmlDeviceGetCudaComputeCapability", "cuda_cc", "major", "minor");
+  dev_u64(d, "nvmlDeviceGetTotalEnergyConsumption", "energy_mj");
+  dev_int(d, "nvmlDeviceGetDisplayMode", "display.mode");
+  dev_int(d, "nvmlDeviceGetDisplayActive", "display.active");
+  dev_int(d, "nvmlDeviceGetBrand", "brand");
+  dev_uint(d, "nvmlDeviceGetArchitecture", "architecture");
+  dev_pair(d, "nvmlDeviceGetPowerManagementLimitConstraints", "power.limits", "min_mw", "max_mw");
+  field_values(d);
   (void)i;
 }
 
