@@ -64,15 +64,34 @@ std::map<pid_t, ProcessCache::Entry>::iterator ProcessCache::Drop(
   return cache_.erase(it);
 }
 
-void ProcessCache::ScheduleStat(pid_t pid, Entry& entry, int64_t now_unix_ms, bool spread) {
+void ProcessCache::ScheduleStat(Entry& entry, int64_t now_unix_ms) {
   if (stat_every_ms_ == 0) {
     entry.stat_due_ms = 0;
     return;
   }
-  // Knuth's multiplicative hash: neighbouring PIDs land far apart.
-  const uint64_t share = spread ? (static_cast<uint32_t>(pid) * 2654435761u) % 1024u : 1024u;
-  entry.stat_due_ms =
-      now_unix_ms + static_cast<int64_t>(static_cast<uint64_t>(stat_every_ms_) * share / 1024u);
+  // A clock set back before the origin moves it (the marks stay whole
+  // intervals apart from then on).
+  if (!marks_from_ms_ || now_unix_ms < *marks_from_ms_) marks_from_ms_ = now_unix_ms;
+  const int64_t since = now_unix_ms - *marks_from_ms_;
+  entry.stat_due_ms = *marks_from_ms_ + (since / stat_every_ms_ + 1) * stat_every_ms_;
+}
+
+bool ProcessCache::Fresh(const Entry& entry, int64_t now_unix_ms) const {
+  // A due time further off than one interval: the clock went back; read it now.
+  return entry.process.start_ticks && now_unix_ms < entry.stat_due_ms &&
+         entry.stat_due_ms - now_unix_ms <= stat_every_ms_;
+}
+
+bool ProcessCache::WouldRead(const std::vector<pid_t>& pids, const std::vector<pid_t>& listed,
+                             int64_t now_unix_ms) const {
+  if (pids.size() != listed.size()) return true;  // A PID not listed is read every time.
+  auto it = cache_.begin();
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (pids[i] != listed[i]) return true;
+    while (it != cache_.end() && it->first < pids[i]) ++it;
+    if (it == cache_.end() || it->first != pids[i] || !Fresh(it->second, now_unix_ms)) return true;
+  }
+  return false;
 }
 
 std::optional<std::string> ProcessCache::ReadStat(pid_t pid, Entry* entry) {
@@ -140,11 +159,9 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
     Entry* entry = it != cache_.end() && it->first == pid ? &it->second : nullptr;
     while (listed_at < listed.size() && listed[listed_at] < pid) ++listed_at;
     const bool is_listed = listed_at < listed.size() && listed[listed_at] == pid;
-    if (entry != nullptr && entry->process.start_ticks && is_listed &&
-        now_unix_ms < entry->stat_due_ms && entry->stat_due_ms - now_unix_ms <= stat_every_ms_) {
+    if (entry != nullptr && is_listed && Fresh(*entry, now_unix_ms)) {
       // Vouched for by the driver and read recently enough: only its age
-      // moves on. (A due time further off than one interval: the clock went
-      // back; read it now.)
+      // moves on.
       HostProcess& p = entry->process;
       if (p.start_time_unix_ms) {
         p.age_s =
@@ -194,7 +211,7 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
       if (stat->rss_pages >= 0 && page_size_ > 0) {
         p.rss_bytes = static_cast<uint64_t>(stat->rss_pages) * static_cast<uint64_t>(page_size_);
       }
-      ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/false);
+      ScheduleStat(*entry, now_unix_ms);
       put(pid, std::as_const(p));
       ++it;
       continue;
@@ -213,7 +230,7 @@ std::map<pid_t, HostProcess> ProcessCache::Refresh(std::vector<pid_t> pids, int6
       ReadStat(pid, entry);  // Keeps its stat file open for the next ticks.
     }
     entry->process = *full;
-    ScheduleStat(pid, *entry, now_unix_ms, /*spread=*/true);
+    ScheduleStat(*entry, now_unix_ms);
     put(pid, std::move(*full));
     ++it;
   }
@@ -296,44 +313,66 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
       }
     }
   }
+  std::optional<Found> found;
+  if (!full) {
+    // When no PID needs a read (all listed, cached and not due: most light
+    // looks), the cache answers here, with no thread to wake. A worker stuck
+    // in /proc may hold the cache: then the worker's path reports it.
+    SortUnique(pids);
+    std::vector<pid_t> sorted_listed = listed;
+    SortUnique(sorted_listed);
+    std::unique_lock<std::mutex> lock(shared_->mu, std::try_to_lock);
+    if (lock.owns_lock() && !shared_->cache.WouldRead(pids, sorted_listed, snapshot.time_unix_ms)) {
+      std::map<pid_t, HostProcess> spare;
+      {
+        std::lock_guard<std::mutex> spare_lock(shared_->spare_mu);
+        spare.swap(shared_->spare);
+      }
+      found.emplace();
+      found->processes = shared_->cache.Refresh(std::move(pids), snapshot.time_unix_ms,
+                                                std::move(sorted_listed), std::move(spare));
+      ++unread_looks_;
+    }
+  }
   const uint64_t refused_before = proc_worker_.refused();
-  std::optional<Found> found = proc_worker_.Run<Found>(
-      [shared = shared_, options, full, pids = std::move(pids), listed,
-       scanned_listed = std::move(scanned_listed), scanned_holders = std::move(scanned_holders),
-       now_unix = snapshot.time_unix_ms, self = getpid()]() mutable {
-        Found out;
-        if (full) {
-          // Listed now and scanned before as the same process: not read again.
-          std::vector<pid_t> known;
-          {
-            std::lock_guard<std::mutex> lock(shared->mu);
-            for (pid_t pid : listed) {
-              auto it = scanned_listed.find(pid);
-              if (it != scanned_listed.end() && shared->cache.StartTicks(pid) == it->second) {
-                known.push_back(pid);
+  if (!found)
+    found = proc_worker_.Run<Found>(
+        [shared = shared_, options, full, pids = std::move(pids), listed,
+         scanned_listed = std::move(scanned_listed), scanned_holders = std::move(scanned_holders),
+         now_unix = snapshot.time_unix_ms, self = getpid()]() mutable {
+          Found out;
+          if (full) {
+            // Listed now and scanned before as the same process: not read again.
+            std::vector<pid_t> known;
+            {
+              std::lock_guard<std::mutex> lock(shared->mu);
+              for (pid_t pid : listed) {
+                auto it = scanned_listed.find(pid);
+                if (it != scanned_listed.end() && shared->cache.StartTicks(pid) == it->second) {
+                  known.push_back(pid);
+                }
               }
             }
+            SortUnique(known);
+            // Once NVML is loaded this process holds /dev/nvidiactl itself.
+            out.scan = ScanDeviceHolders(options, self, known);
+            for (pid_t pid : known) {
+              auto it = scanned_holders.find(pid);
+              if (it != scanned_holders.end()) out.scan->holders[pid] = std::move(it->second);
+            }
+            for (const auto& [pid, files] : out.scan->holders) pids.push_back(pid);
           }
-          SortUnique(known);
-          // Once NVML is loaded this process holds /dev/nvidiactl itself.
-          out.scan = ScanDeviceHolders(options, self, known);
-          for (pid_t pid : known) {
-            auto it = scanned_holders.find(pid);
-            if (it != scanned_holders.end()) out.scan->holders[pid] = std::move(it->second);
+          std::map<pid_t, HostProcess> spare;
+          {
+            std::lock_guard<std::mutex> lock(shared->spare_mu);
+            spare.swap(shared->spare);
           }
-          for (const auto& [pid, files] : out.scan->holders) pids.push_back(pid);
-        }
-        std::map<pid_t, HostProcess> spare;
-        {
-          std::lock_guard<std::mutex> lock(shared->spare_mu);
-          spare.swap(shared->spare);
-        }
-        std::lock_guard<std::mutex> lock(shared->mu);
-        out.processes =
-            shared->cache.Refresh(std::move(pids), now_unix, std::move(listed), std::move(spare));
-        return out;
-      },
-      left);
+          std::lock_guard<std::mutex> lock(shared->mu);
+          out.processes =
+              shared->cache.Refresh(std::move(pids), now_unix, std::move(listed), std::move(spare));
+          return out;
+        },
+        left);
   if (!found) {
     snapshot.timed_out = true;
     snapshot.errors.push_back(ProbeError{

@@ -53,10 +53,13 @@ namespace gw::collect {
 // Even a kept stat file costs the kernel ~6 us to format, and a busy server
 // lists hundreds of GPU processes. So with `stat_every_ms` above 0, a process
 // the driver vouches for (`listed`: it exists, or the driver would not list
-// it) has its stat re-read only that often, spread over the interval by PID;
-// between reads its age moves on and its state, parent, CPU time and RSS are
-// those of the last read. A process not listed (a device-file holder only) is
-// read every time: the read is how the cache learns that it ended.
+// it) has its stat re-read only that often: at the marks every stat_every_ms
+// from the cache's first refresh, all listed processes together, so that the
+// looks between read nothing at all (and need no thread that may block in
+// /proc: CachedCollector). Between reads its age moves on and its state,
+// parent, CPU time and RSS are those of the last read. A process not listed
+// (a device-file holder only) is read every time: the read is how the cache
+// learns that it ended.
 class ProcessCache {
  public:
   static constexpr size_t kMaxOpenFiles = 512;
@@ -77,6 +80,12 @@ class ProcessCache {
                                        std::vector<pid_t> listed = {},
                                        std::map<pid_t, HostProcess> spare = {});
 
+  // Whether Refresh(pids, now_unix_ms, listed) would read /proc: a PID not
+  // cached, one not listed, or a listed one whose stat is due. `pids` and
+  // `listed` sorted, without duplicates.
+  bool WouldRead(const std::vector<pid_t>& pids, const std::vector<pid_t>& listed,
+                 int64_t now_unix_ms) const;
+
   // The start time (clock ticks) of the process cached under `pid`, if any.
   std::optional<uint64_t> StartTicks(pid_t pid) const;
 
@@ -91,10 +100,11 @@ class ProcessCache {
     // Wall time (ms) at which its stat is next due; 0: at the next refresh.
     int64_t stat_due_ms = 0;
   };
-  // Sets the entry's next stat read, stat_every_ms after now, or sooner by a
-  // share of the interval that depends on its PID after a full read, so
-  // processes read together at a full look do not stay in step.
-  void ScheduleStat(pid_t pid, Entry& entry, int64_t now_unix_ms, bool spread);
+  // Sets the entry's next stat read: the first mark after now.
+  void ScheduleStat(Entry& entry, int64_t now_unix_ms);
+  // A listed process's entry needs no read now: its stat is not due (and the
+  // clock has not gone back past a whole interval).
+  bool Fresh(const Entry& entry, int64_t now_unix_ms) const;
   // The current content of PID's stat file, through its kept descriptor
   // when there is one.
   std::optional<std::string> ReadStat(pid_t pid, Entry* entry);
@@ -103,6 +113,7 @@ class ProcessCache {
 
   std::string root_;
   int64_t stat_every_ms_;
+  std::optional<int64_t> marks_from_ms_;  // The first refresh's time: the marks' origin.
   proc::ProcReader reader_;
   long clock_ticks_;
   long page_size_;
@@ -136,9 +147,11 @@ class CachedCollector {
   // processes, strings and all, is a tenth of the daemon's CPU).
   void Recycle(std::map<pid_t, HostProcess> processes);
 
-  // Looks so far, and how many were full.
+  // Looks so far, how many were full, and how many read nothing of /proc
+  // (the cache answered on the caller's thread).
   uint64_t looks() const { return looks_; }
   uint64_t full_looks() const { return full_looks_; }
+  uint64_t unread_looks() const { return unread_looks_; }
   // The last look was a full one.
   bool last_full() const { return last_full_; }
 
@@ -165,10 +178,12 @@ class CachedCollector {
   std::map<pid_t, uint64_t> scanned_listed_;
   std::optional<HostInfo> host_;  // From the last full look.
   std::shared_ptr<Shared> shared_;
-  // The light looks' /proc reads, under the deadline, on one kept thread.
+  // The /proc reads of a look that has any (a full look's scan, a new
+  // process, a stat due), under the deadline, on one kept thread.
   DeadlineWorker proc_worker_;
   uint64_t looks_ = 0;
   uint64_t full_looks_ = 0;
+  uint64_t unread_looks_ = 0;
 };
 
 }  // namespace gw::collect

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -210,6 +211,47 @@ TEST(ProcessCache, ReadsAListedProcessStatOnlyWhenDue) {
   EXPECT_EQ(cache.open_files(), 0u);
 }
 
+// Listed processes' stats are read together, at marks stat_every_ms apart
+// from the first refresh: between marks a refresh of listed, cached
+// processes reads nothing, and says so beforehand (WouldRead).
+TEST(ProcessCache, WouldReadOnlyForANewUnlistedOrDueProcess) {
+  const pid_t a = StartSleeper(), b = StartSleeper();
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  ASSERT_TRUE(WaitForExec(a));
+  ASSERT_TRUE(WaitForExec(b));
+  const std::vector<pid_t> ab = a < b ? std::vector<pid_t>{a, b} : std::vector<pid_t>{b, a};
+  ProcessCache cache("/proc", /*stat_every_ms=*/30'000);
+  const int64_t t0 = RealClock().NowUnixMs();
+  EXPECT_TRUE(cache.WouldRead(ab, ab, t0));  // Not cached yet.
+  cache.Refresh(ab, t0, ab);
+  EXPECT_FALSE(cache.WouldRead(ab, ab, t0 + 1'000));
+  EXPECT_FALSE(cache.WouldRead({a}, {a}, t0 + 1'000));
+  EXPECT_TRUE(cache.WouldRead(ab, {ab[0]}, t0 + 1'000));  // Not listed: read every time.
+  EXPECT_TRUE(cache.WouldRead(ab, ab, t0 + 30'000));      // The mark: both due.
+  size_t stats = cache.stat_reads();
+  cache.Refresh(ab, t0 + 1'000, ab);
+  EXPECT_EQ(cache.stat_reads(), stats);
+  cache.Refresh(ab, t0 + 30'000, ab);
+  EXPECT_EQ(cache.stat_reads(), stats + 2);
+  EXPECT_FALSE(cache.WouldRead(ab, ab, t0 + 59'999));
+
+  // A process first read between marks is read at the next mark, with the rest.
+  const pid_t c = StartSleeper();
+  ASSERT_GT(c, 0);
+  ASSERT_TRUE(WaitForExec(c));
+  std::vector<pid_t> abc = {a, b, c};
+  std::sort(abc.begin(), abc.end());
+  EXPECT_TRUE(cache.WouldRead(abc, abc, t0 + 45'000));
+  cache.Refresh(abc, t0 + 45'000, abc);
+  EXPECT_FALSE(cache.WouldRead(abc, abc, t0 + 59'999));
+  EXPECT_TRUE(cache.WouldRead(abc, abc, t0 + 60'000));
+  stats = cache.stat_reads();
+  cache.Refresh(abc, t0 + 60'000, abc);
+  EXPECT_EQ(cache.stat_reads(), stats + 3);
+  for (pid_t pid : {a, b, c}) Reap(pid);
+}
+
 TEST(ProcessCache, AgeMovesOnBetweenStatReadsAndAClockGoneBackRereads) {
   const pid_t child = StartSleeper();
   ASSERT_GT(child, 0);
@@ -292,6 +334,49 @@ TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {
   // The same driver-listed processes in both (PID 720440 on GPU 1).
   ASSERT_EQ(light.gpus[1].processes.size(), 1u);
   EXPECT_EQ(light.gpus[1].processes[0].pid, full.gpus[1].processes[0].pid);
+  EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
+}
+
+// A light look whose processes are all listed, cached and not due reads
+// nothing of /proc and runs no worker; at the mark it reads them on the
+// worker, under the deadline.
+TEST(CachedCollector, ALightLookWithNothingDueReadsNothingAndWakesNoWorker) {
+  const pid_t listed = StartSleeper();
+  ASSERT_GT(listed, 0);
+  ASSERT_TRUE(WaitForExec(listed));
+  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/clean-idle.json", 1);
+  setenv("GW_CLEAN_PID_0", std::to_string(listed).c_str(), 1);  // Listed on GPU 0.
+  collect::CollectOptions options;
+  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.simulated = true;
+  options.deadline_ms = 20'000;
+  FakeClock clock(RealClock().NowUnixMs());
+  CachedCollector collector(options, /*full_every_ms=*/3'600'000, &clock,
+                            /*stat_every_ms=*/30'000);
+  const Snapshot first = collector.Look(0);
+  ASSERT_EQ(first.processes.count(listed), 1u);
+  ASSERT_TRUE(first.processes.at(listed).age_s);
+  EXPECT_EQ(collector.unread_looks(), 0u);
+
+  clock.AdvanceMs(1'000);
+  const Snapshot light = collector.Look(0);
+  EXPECT_EQ(collector.unread_looks(), 1u);
+  ASSERT_EQ(light.processes.count(listed), 1u);
+  const HostProcess& p = light.processes.at(listed);
+  EXPECT_TRUE(p.listed_by_driver);
+  EXPECT_EQ(p.cmdline, first.processes.at(listed).cmdline);
+  ASSERT_TRUE(p.age_s);
+  EXPECT_NEAR(*p.age_s, *first.processes.at(listed).age_s + 1.0, 0.01);
+
+  clock.AdvanceMs(30'000);  // Past the mark: the stat is read, on the worker.
+  (void)collector.Look(0);
+  EXPECT_EQ(collector.unread_looks(), 1u);
+  clock.AdvanceMs(1'000);
+  const Snapshot after = collector.Look(0);
+  EXPECT_EQ(collector.unread_looks(), 2u);
+  EXPECT_EQ(after.processes.count(listed), 1u);
+  Reap(listed);
+  unsetenv("GW_CLEAN_PID_0");
   EXPECT_TRUE(nvml::WaitForProbeWorkers(20'000));
 }
 
