@@ -10,6 +10,9 @@ packages=(
   libtomlplusplus-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev psmisc procps tmux
+  # The peer tests (tests/e2e/peers_e2e_test.cc): gpustat runs on python3 (nvtop and gpustat
+  # themselves are fetched into bench/.peers below, not installed).
+  python3
   # The fuzz targets (fuzz/, docs/reliability.md): clang with libFuzzer, ASan and UBSan.
   clang-14 libfuzzer-14-dev
   # A real Slurm for the cluster tests (tests/e2e/slurm_cluster.h): the controller, the node
