@@ -477,7 +477,8 @@ NvtopScreen ParseNvtop(const std::string& screen) {
 // A private tmux server whose windows each run one client.
 class Tmux {
  public:
-  Tmux() : socket_("gw-peers-" + std::to_string(getpid())) {
+  // The server's socket lives in a directory of its own, removed with it.
+  Tmux() : socket_(dir_.path() + "/tmux") {
     Run({"new-session", "-d", "-s", "peers", "-x", "220", "-y", "320", "/bin/sleep", "600"});
     Run({"set-option", "-g", "default-size", "220x320"});
   }
@@ -509,11 +510,12 @@ class Tmux {
 
  private:
   RunResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"/usr/bin/tmux", "-L", socket_, "-f", "/dev/null"});
+    args.insert(args.begin(), {"/usr/bin/tmux", "-S", socket_, "-f", "/dev/null"});
     RunOptions o;
     o.timeout_s = 10;
     return RunProcess(args, o);
   }
+  TempDir dir_;
   std::string socket_;
 };
 
