@@ -1,7 +1,7 @@
 // `gpuwarden watch` end to end: the real binary in a real terminal (tmux),
 // against the simulated driver, read back with `tmux capture-pane` the way a
-// person would see it. Each test runs its own tmux server (-L, a socket of
-// its own) and kills it at the end, whatever happened. Waits poll the pane
+// person would see it. Each test runs its own tmux server (-S, a socket in
+// its own directory) and kills it at the end, whatever happened. Waits poll the pane
 // until what is expected shows, with a deadline; nothing sleeps to
 // synchronise.
 #include <gtest/gtest.h>
@@ -59,8 +59,9 @@ class Tmux {
  public:
   Tmux(int cols, int rows, const std::vector<std::string>& argv,
        const std::map<std::string, std::string>& env) {
-    static std::atomic<int> counter{0};
-    socket_ = "gw-watch-e2e-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    // The server's socket in the test's own directory (-S): it goes with
+    // the directory, even when a test dies before the destructor.
+    socket_ = dir_.path() + "/tmux";
     status_file_ = dir_.path() + "/status";
     // The shell catches INT, TERM and HUP (so they reset to the default in
     // the program it starts) and outlives the program to record its status.
@@ -75,13 +76,7 @@ class Tmux {
     started_ = r.exit_code == 0;
     start_error_ = r.err;
   }
-  ~Tmux() {
-    Run({"kill-server"});
-    const char* dir = std::getenv("TMUX_TMPDIR");
-    unlink(((dir && *dir ? std::string(dir) : std::string("/tmp")) + "/tmux-" +
-            std::to_string(getuid()) + "/" + socket_)
-               .c_str());
-  }
+  ~Tmux() { Run({"kill-server"}); }
   Tmux(const Tmux&) = delete;
   Tmux& operator=(const Tmux&) = delete;
 
@@ -89,7 +84,7 @@ class Tmux {
   const std::string& start_error() const { return start_error_; }
 
   RunResult Run(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"/usr/bin/tmux", "-u", "-L", socket_});
+    args.insert(args.begin(), {"/usr/bin/tmux", "-u", "-S", socket_});
     RunOptions o;
     o.timeout_s = 20;
     return RunProcess(args, o);
