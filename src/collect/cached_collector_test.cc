@@ -315,12 +315,19 @@ TEST(ProcessCache, FollowsAReparentedProcessToItsNewParent) {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
+// Options for looks at the simulated server of scenarios/`scenario`, with a
+// deadline long enough for a sanitizer build (nothing here blocks).
+collect::CollectOptions SimOptions(const std::string& scenario) {
+  setenv("GPUWARDEN_SIM_SCENARIO", (GW_SOURCE_DIR "/scenarios/" + scenario).c_str(), 1);
   collect::CollectOptions options;
   options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
   options.simulated = true;
-  options.deadline_ms = 20'000;  // Slow under sanitizers; nothing here blocks.
+  options.deadline_ms = 20'000;
+  return options;
+}
+
+TEST(CachedCollector, FullLooksNowAndThenLightLooksBetween) {
+  collect::CollectOptions options = SimOptions("timeline-demo.json");
   CachedCollector collector(options, /*full_every_ms=*/3'600'000);
   Snapshot full = collector.Look(0);
   EXPECT_EQ(collector.full_looks(), 1u);
@@ -344,12 +351,8 @@ TEST(CachedCollector, ALightLookWithNothingDueReadsNothingAndWakesNoWorker) {
   const pid_t listed = StartSleeper();
   ASSERT_GT(listed, 0);
   ASSERT_TRUE(WaitForExec(listed));
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/clean-idle.json", 1);
   setenv("GW_CLEAN_PID_0", std::to_string(listed).c_str(), 1);  // Listed on GPU 0.
-  collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
-  options.simulated = true;
-  options.deadline_ms = 20'000;
+  collect::CollectOptions options = SimOptions("clean-idle.json");
   FakeClock clock(RealClock().NowUnixMs());
   CachedCollector collector(options, /*full_every_ms=*/3'600'000, &clock,
                             /*stat_every_ms=*/30'000);
@@ -422,11 +425,7 @@ TEST(CachedCollector, RecycleDoesNotWaitForAStuckProcRead) {
 // full look; the next look that may be full is, once it is due (a fake
 // clock: a minute passes at once).
 TEST(CachedCollector, NoFullLookWhereItIsNotAllowedAndOneOnceDue) {
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
-  collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
-  options.simulated = true;
-  options.deadline_ms = 20'000;
+  collect::CollectOptions options = SimOptions("timeline-demo.json");
   FakeClock clock(1'767'000'000'000);
   CachedCollector collector(options, /*full_every_ms=*/60'000, &clock);
   collector.Look(0, /*full_allowed=*/false);
@@ -451,12 +450,8 @@ TEST(CachedCollector, NoFullLookWhereItIsNotAllowedAndOneOnceDue) {
 // initialisation blocks (init-hang: 60 s, scaled to 3 s), nested ones do not,
 // so only the first look may wait for it.
 TEST(CachedCollector, InitialisesNvmlOnceForAllItsLooks) {
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/init-hang.json", 1);
   setenv("GPUWARDEN_SIM_BLOCK_SCALE", "0.05", 1);
-  collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
-  options.simulated = true;
-  options.deadline_ms = 20'000;
+  collect::CollectOptions options = SimOptions("init-hang.json");
   {
     CachedCollector collector(options, /*full_every_ms=*/3'600'000);
     auto timed_look = [&collector] {
@@ -520,12 +515,8 @@ TEST(CachedCollector, AListedProcessFilesAreReadAtItsFirstScanOnly) {
   const pid_t listed = StartHolder(file, release), hidden = StartHolder(file, release);
   ASSERT_GT(listed, 0);
   ASSERT_GT(hidden, 0);
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/clean-idle.json", 1);
   setenv("GW_CLEAN_PID_0", std::to_string(listed).c_str(), 1);  // Listed on GPU 0.
-  collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
-  options.simulated = true;
-  options.deadline_ms = 20'000;
+  collect::CollectOptions options = SimOptions("clean-idle.json");
   options.device_dir = dev;
   FakeClock clock(RealClock().NowUnixMs());
   CachedCollector collector(options, /*full_every_ms=*/60'000, &clock);
