@@ -77,7 +77,8 @@ std::string OpenFailure(const std::string& path, int err) {
   return fmt::format("cannot open: {}", os::ErrnoText(err));
 }
 
-Status AppendLine(const std::string& path, mode_t dir_mode, const std::string& line) {
+Status AppendLine(const std::string& path, mode_t dir_mode, bool create_parents,
+                  const std::string& line) {
   if (path.empty()) return MakeError("io", "audit log: no path to write to");
   // O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking.
   // O_NOFOLLOW: a symlink planted at the path fails with ELOOP.
@@ -89,6 +90,10 @@ Status AppendLine(const std::string& path, mode_t dir_mode, const std::string& l
   if (fd.get() < 0 && errno == ENOENT) {
     created = true;
     fd.Reset(open(path.c_str(), kFlags | O_CREAT, 0600));
+  }
+  if (fd.get() < 0 && errno == ENOENT && !create_parents) {
+    return LogError(
+        path, fmt::format("the directory {} does not exist", SanitizeForTerminal(ParentDir(path))));
   }
   if (fd.get() < 0 && errno == ENOENT) {
     const int err = MakeParents(ParentDir(path), dir_mode);
@@ -199,9 +204,15 @@ FileAuditLog::FileAuditLog(std::string path)
 FileAuditLog::FileAuditLog(std::string path, mode_t dir_mode)
     : path_(std::move(path)), dir_mode_(dir_mode) {}
 
+FileAuditLog FileAuditLog::InExistingDirectory(std::string path) {
+  FileAuditLog log(std::move(path));
+  log.create_parents_ = false;
+  return log;
+}
+
 Status FileAuditLog::Append(const AuditRecord& record) {
   try {
-    return AppendLine(path_, dir_mode_, AuditRecordJson(record) + "\n");
+    return AppendLine(path_, dir_mode_, create_parents_, AuditRecordJson(record) + "\n");
   } catch (...) {
     // Only allocation can fail; the contract is no throw.
     return MakeError("io", "audit log: out of memory");

@@ -70,7 +70,8 @@ class AuditSink {
 // gpuwarden processes never interleave within a line and a rotated log is
 // picked up at once. Missing parent directories are created (mkdir -p)
 // with `dir_mode`, set exactly (not narrowed by the umask); existing ones are
-// left alone.
+// left alone. A log in an existing directory (InExistingDirectory: a path the
+// user named) creates none: a missing one is an error naming it.
 //
 // Refused, without writing: a symlink at the path (planted to redirect the
 // write), a FIFO or socket (a FIFO without a reader fails at once instead of
@@ -88,6 +89,9 @@ class FileAuditLog final : public AuditSink {
   // log, /var/log/gpuwarden), else 0700 (a user's state directory).
   explicit FileAuditLog(std::string path);
   FileAuditLog(std::string path, mode_t dir_mode);
+  // A log whose directory must already exist (--audit-log, the config file's
+  // audit_log): nothing creates a directory it was not asked to.
+  static FileAuditLog InExistingDirectory(std::string path);
 
   Status Append(const AuditRecord& record) override;
   const std::string& path() const { return path_; }
@@ -95,6 +99,7 @@ class FileAuditLog final : public AuditSink {
  private:
   std::string path_;
   mode_t dir_mode_;
+  bool create_parents_ = true;
 };
 
 // Where the log lives:

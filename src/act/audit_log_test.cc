@@ -203,6 +203,20 @@ TEST_F(AuditLogTest, CreatesParentsWithExactModes) {
   EXPECT_EQ(Lines(ReadAll(path)).size(), 1u);
 }
 
+// A log the user named creates no directory: the missing one is named.
+TEST_F(AuditLogTest, ANamedLogCreatesNoDirectory) {
+  const std::string path = Path("missing/audit.log");
+  const Status s = FileAuditLog::InExistingDirectory(path).Append(SampleRecord());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find(Path("missing") + " does not exist"), std::string::npos)
+      << s.error().message;
+  struct stat st {};
+  EXPECT_NE(stat(Path("missing").c_str(), &st), 0);
+  // In an existing directory it writes as any log does.
+  ASSERT_TRUE(FileAuditLog::InExistingDirectory(Path("audit.log")).Append(SampleRecord()).ok());
+  EXPECT_EQ(Lines(ReadAll(Path("audit.log"))).size(), 1u);
+}
+
 TEST_F(AuditLogTest, ExistingParentModesAreLeftAlone) {
   ASSERT_EQ(mkdir(Path("state").c_str(), 0755), 0);
   ASSERT_EQ(chmod(Path("state").c_str(), 0755), 0);

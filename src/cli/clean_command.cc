@@ -174,7 +174,7 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   exec.first_signal = settings->first_signal;
   exec.grace_ms = static_cast<int64_t>(settings->grace_s * 1000);
   auto control = act::MakeRealProcessControl(global.proc_root);
-  act::FileAuditLog audit(audit_path);
+  act::FileAuditLog audit = OpenAuditLog(*settings);
   act::ExecuteReport report =
       act::Execute(plan, exec, caller, *control, clock, audit_path.empty() ? nullptr : &audit,
                    [&](const act::TargetResult& r) {

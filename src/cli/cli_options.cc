@@ -95,6 +95,29 @@ CLI::Validator Seconds(double min_s, double max_s) {
       "DURATION", "SECONDS");
 }
 
+const CLI::Validator& Bytes() {
+  static const CLI::Validator kBytes(
+      [](std::string& value) -> std::string {
+        if (!ParseSize(value).ok()) {
+          return "\"" + value + "\" is not a size: 512M, 20G, 1.5T or plain bytes";
+        }
+        return std::string();
+      },
+      "SIZE", "SIZE");
+  return kBytes;
+}
+
+const CLI::Validator& Since() {
+  // Checked here, read by the command (which may quote it as typed).
+  static const CLI::Validator kSince(
+      [](std::string& value) -> std::string {
+        std::string copy = value;
+        return Seconds(0, 3650 * 86400.0)(copy);
+      },
+      "DURATION", "SINCE");
+  return kSince;
+}
+
 CLI::Validator OneOf(std::vector<std::string> words) {
   std::string list;
   for (size_t i = 0; i < words.size(); ++i) {
@@ -205,7 +228,8 @@ void AddRun(CLI::App& app, QueueCommands& q) {
                   "GPU memory it needs on each GPU, e.g. 20G (without it: a whole GPU, at least "
                   "90 % free)")
       ->type_name("SIZE")
-      ->check(NonEmpty());
+      ->check(NonEmpty())
+      ->check(Bytes());
   run->add_option("--max-util", run_args.max_util, "Only GPUs at most this busy (%)")
       ->type_name("PCT");
   run->add_option("--priority", run_args.priority, "Higher starts first (above 0: root only)");

@@ -38,6 +38,12 @@ const CLI::Validator& NonEmpty();
 // A time flag: ParseDuration's forms ("30s", "5m", "2h", "1d", "1h30m", plain
 // seconds), within [min_s, max_s]; the option receives seconds.
 CLI::Validator Seconds(double min_s, double max_s);
+// A size flag: ParseSize's forms ("512M", "20G", "1.5T" in powers of 1024,
+// plain bytes); the option receives the text as typed.
+const CLI::Validator& Bytes();
+// A "since" flag (--since): a time flag from now back, up to ten years; the
+// option receives the text as typed.
+const CLI::Validator& Since();
 // One of these words, in any case; the option receives it in lower case.
 CLI::Validator OneOf(std::vector<std::string> words);
 // A process id: a whole number above 0.

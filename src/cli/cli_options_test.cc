@@ -35,6 +35,23 @@ TEST(CliOptions, OneOfNamesTheWordsAndLowersTheCase) {
   EXPECT_EQ(Apply(OneOf({"stop", "warn"}), "x").first, "\"x\" is not one of stop or warn");
 }
 
+TEST(CliOptions, BytesTakesEverySizeAndKeepsTheText) {
+  for (const char* good : {"512M", "20G", "1.5T", "1048576", "20GiB"}) {
+    EXPECT_EQ(Apply(Bytes(), good), std::make_pair(std::string(), std::string(good))) << good;
+  }
+  for (const char* bad : {"20x", "lots", "", "-1G"}) {
+    EXPECT_EQ(Apply(Bytes(), bad).first,
+              "\"" + std::string(bad) + "\" is not a size: 512M, 20G, 1.5T or plain bytes")
+        << bad;
+  }
+}
+
+TEST(CliOptions, SinceTakesEveryDurationAndKeepsTheText) {
+  EXPECT_EQ(Apply(Since(), "2h"), std::make_pair(std::string(), std::string("2h")));
+  EXPECT_EQ(Apply(Since(), "3600").first, "");
+  EXPECT_NE(Apply(Since(), "yesterday").first.find("is not a duration"), std::string::npos);
+}
+
 TEST(CliOptions, ProcessIdsAreWholeNumbersAboveZero) {
   for (const char* good : {"1", "4194304", "2147483647"}) {
     EXPECT_EQ(Apply(ProcessId(), good).first, "") << good;

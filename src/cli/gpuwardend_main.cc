@@ -88,7 +88,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(10, 60000))
       ->capture_default_str();
   app.add_option("--margin", margin, "Free memory kept on top of each request")
-      ->capture_default_str();
+      ->type_name("SIZE")
+      ->capture_default_str()
+      ->check(gw::cli::Bytes());
   app.add_option("--grace", grace, "Stopping a job: SIGTERM, this long, then SIGKILL")
       ->type_name("DURATION")
       ->check(gw::cli::Seconds(0, 86400.0))
@@ -120,7 +122,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--no-kernel-log", no_kernel_log, "Do not read the kernel log");
   app.add_option("--metrics-process-min", process_min,
                  "Processes holding less GPU memory are summed per user in the metrics")
-      ->capture_default_str();
+      ->type_name("SIZE")
+      ->capture_default_str()
+      ->check(gw::cli::Bytes());
   app.add_option("--metrics-max-processes", o.metrics.max_process_series,
                  "At most this many processes get metric series of their own")
       ->capture_default_str();

@@ -50,7 +50,7 @@ int RunHistory(const HistoryArgs& args) {
   } else if (args.csv) {
     std::fputs(render::HistoryCsv(points, args.gpu).c_str(), stdout);
   } else {
-    std::fputs(render::HistoryText(points, args.gpu, OutputWidth()).c_str(), stdout);
+    std::fputs(render::HistoryText(points, args.gpu, ChartWidth()).c_str(), stdout);
   }
   return kExitOk;
 }

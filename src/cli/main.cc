@@ -75,7 +75,8 @@ int Main(int argc, char** argv) {
                     "Judge only kernel-log events newer than this before the snapshot, e.g. "
                     "2h, 30m, 7d")
         ->type_name("DURATION")
-        ->check(gw::cli::NonEmpty());
+        ->check(gw::cli::NonEmpty())
+        ->check(gw::cli::Since());
   };
 
   gw::cli::WhyArgs why_args;
@@ -148,7 +149,8 @@ int Main(int argc, char** argv) {
       ->check(gw::cli::NonEmpty());
   events->add_option("--since", events_args.since, "Only events newer than this, e.g. 2h, 30m")
       ->type_name("DURATION")
-      ->check(gw::cli::NonEmpty());
+      ->check(gw::cli::NonEmpty())
+      ->check(gw::cli::Since());
   events->add_flag("--json", events_args.json, "Machine-readable output (schema: docs/json.md)");
 
   // clean and kill share one safe path and most options.
@@ -176,7 +178,8 @@ int Main(int argc, char** argv) {
       ->type_name("DURATION")
       ->check(gw::cli::Seconds(0, 1e9));
   clean->add_option("--min-vram", clean_args.min_vram, "Only holders of at least this much VRAM")
-      ->type_name("SIZE");
+      ->type_name("SIZE")
+      ->check(gw::cli::Bytes());
   clean->add_flag("--now", clean_args.judge.now, "Judge one snapshot instead of a window");
   clean
       ->add_option("--window", clean_args.judge.window_s,
@@ -222,7 +225,8 @@ int Main(int argc, char** argv) {
                    "How far back (1h: a point a second; "
                    "up to 7d: a minute; up to 90d: an hour)")
       ->type_name("DURATION")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(gw::cli::Since());
   history->add_option("--gpu", history_args.gpu, "Only this GPU (its index)");
   history->add_flag("--csv", history_args.csv, "One line per point and GPU, for a spreadsheet");
   history->add_flag("--json", history_args.json, "The daemon's points (schema: docs/protocol.md)");
@@ -231,7 +235,8 @@ int Main(int argc, char** argv) {
       "usage", "Per user: GPU-hours, memory-hours, how much of it sat idle, and jobs started");
   usage->add_option("--since", usage_args.since, "Over how long")
       ->type_name("DURATION")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(gw::cli::Since());
   usage->add_flag("--json", usage_args.json, "Machine-readable output (schema: docs/protocol.md)");
 
   gw::cli::WatchArgs watch_args;

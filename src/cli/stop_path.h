@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "act/audit_log.h"
 #include "act/execute.h"
 #include "act/plan.h"
 #include "act/verify.h"
@@ -51,11 +52,19 @@ struct StopSettings {
   double settle_s = kDefaultSettleS;
   std::vector<std::string> protect;  // From the config file, then the flags.
   std::string audit_path;            // "" when no location could be found.
+  // The path was named (--audit-log, the config file): its directory must
+  // exist, none is created (act::FileAuditLog::InExistingDirectory).
+  bool audit_named = false;
 };
+
+// The audit log of `settings`: the default location creates its directory,
+// a named one does not.
+act::FileAuditLog OpenAuditLog(const StopSettings& settings);
 
 // Flags, then the config file (/etc/gpuwarden/config.toml or
 // $GPUWARDEN_CONFIG), then the defaults. Errors: code "usage" (a malformed
-// flag, named) or "bad_input" (the config file).
+// flag, named; an --audit-log whose directory does not exist) or "bad_input"
+// (the config file, or its audit_log's directory missing).
 Result<StopSettings> ResolveStopSettings(const StopFlags& flags);
 
 // Every process on the host, read under `deadline_ms`: a process wedged in

@@ -24,7 +24,10 @@ bool ShouldUseColor(ColorChoice choice) {
   return isatty(STDOUT_FILENO) == 1;
 }
 
-int OutputWidth() {
+namespace {
+
+// The terminal's columns, else COLUMNS (40 to 1000), else `fallback`.
+int WidthOr(int fallback) {
   winsize ws{};
   if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
     return ws.ws_col;
@@ -33,7 +36,13 @@ int OutputWidth() {
     int n = std::atoi(columns);
     if (n >= 40 && n <= 1000) return n;
   }
-  return 100;
+  return fallback;
 }
+
+}  // namespace
+
+int OutputWidth() { return WidthOr(kUnlimitedWidth); }
+
+int ChartWidth() { return WidthOr(100); }
 
 }  // namespace gw::cli

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "core/text.h"
+
 namespace gw::cli {
 
 enum class ColorChoice { kAuto, kAlways, kNever };
@@ -12,8 +14,15 @@ enum class ColorChoice { kAuto, kAlways, kNever };
 // unset or empty (https://no-color.org) and TERM is not "dumb".
 bool ShouldUseColor(ColorChoice choice);
 
-// Columns of the terminal on stdout; COLUMNS when not a terminal; else 100.
+// The width text is cut and wrapped at: the terminal's columns when stdout is
+// a terminal; else COLUMNS when set (40 to 1000: asked for); else
+// gw::kUnlimitedWidth, nothing cut or wrapped, so that `why | head -1` is
+// the whole verdict (docs/cli.md, "Output").
 int OutputWidth();
+
+// The width a chart is drawn to (history's sparklines): the terminal's
+// columns, else COLUMNS, else 100. A chart is not text that can be cut.
+int ChartWidth();
 
 }  // namespace gw::cli
 

@@ -153,7 +153,7 @@ class KillActions final : public watch::StopActions {
     exec.first_signal = settings_.first_signal;
     exec.grace_ms = static_cast<int64_t>(settings_.grace_s * 1000);
     auto control = act::MakeRealProcessControl(proc_root_);
-    act::FileAuditLog audit(settings_.audit_path);
+    act::FileAuditLog audit = OpenAuditLog(settings_);
     act::ExecuteReport report = act::Execute(*plan_, exec, caller_, *control, clock,
                                              settings_.audit_path.empty() ? nullptr : &audit);
     const ReleaseCheck check =

@@ -48,6 +48,23 @@ std::set<pid_t> DriverListedPids(const Snapshot& snapshot) {
 
 }  // namespace
 
+std::string PartialScanMessage(const proc::HolderScanStats& stats) {
+  // A warning names what it is about: the processes, by PID (docs/cli.md).
+  constexpr size_t kNamed = 10;
+  const std::vector<pid_t>& pids = stats.denied_pids;
+  std::string which;
+  for (size_t i = 0; i < pids.size() && i < kNamed; ++i) {
+    which += fmt::format("{}{}", i == 0 ? "" : ", ", pids[i]);
+  }
+  if (pids.size() > kNamed) which += fmt::format(" and {} more", pids.size() - kNamed);
+  const size_t n = pids.empty() ? stats.fd_denied : pids.size();
+  return fmt::format(
+      "could not read the open files of {} process{}{} (permission denied): device-file "
+      "holders among them are not shown",
+      n, n == 1 ? "" : "es",
+      which.empty() ? "" : fmt::format(" (PID{} {})", pids.size() == 1 ? "" : "s", which));
+}
+
 int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms) {
   constexpr int64_t kMinBudgetMs = 1000;
   return std::max(remaining_ms, std::min<int64_t>(deadline_ms / 2, kMinBudgetMs));
@@ -71,12 +88,7 @@ DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid
   if (stats.fd_denied > 0) {
     // Without the right to read other users' fds the "fuser" view is
     // partial: holders may be missing, so say so rather than imply none.
-    out.errors.push_back(ProcError(
-        "partial_scan",
-        fmt::format(
-            "could not read the open files of {} processes (permission denied): device-file "
-            "holders among them are not shown",
-            stats.fd_denied)));
+    out.errors.push_back(ProcError("partial_scan", PartialScanMessage(stats)));
   }
   out.holders = std::move(holders).value();
   out.listed = true;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/snapshot.h"
 #include "nvml/probe.h"
+#include "proc/proc_reader.h"
 
 namespace gw::collect {
 
@@ -75,6 +76,10 @@ struct DeviceHolders {
   bool listed = false;        // /proc could be listed: `holders` is the scan's.
   std::vector<pid_t> unread;  // Sorted: processes whose open files could not be read.
 };
+// The warning of a scan that could not read some processes' open files: how
+// many, and which (the first ten PIDs, then how many more).
+std::string PartialScanMessage(const proc::HolderScanStats& stats);
+
 // `skip`: sorted PIDs whose files are not read (proc::DeviceMatch::skip).
 DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid,
                                 std::vector<pid_t> skip = {});

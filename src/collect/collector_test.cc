@@ -40,6 +40,24 @@ HostProcess Proc(pid_t pid, std::string user) {
   return p;
 }
 
+// A warning names what it is about: the processes whose files were not read.
+TEST(PartialScanMessage, NamesTheProcessesByPid) {
+  proc::HolderScanStats one;
+  one.fd_denied = 1;
+  one.denied_pids = {4242};
+  EXPECT_EQ(PartialScanMessage(one),
+            "could not read the open files of 1 process (PID 4242) (permission denied): "
+            "device-file holders among them are not shown");
+  proc::HolderScanStats many;
+  for (pid_t pid = 100; pid < 112; ++pid) many.denied_pids.push_back(pid);
+  many.fd_denied = 12;
+  const std::string m = PartialScanMessage(many);
+  EXPECT_NE(m.find("of 12 processes (PIDs 100, 101, 102, 103, 104, 105, 106, 107, 108, 109 "
+                   "and 2 more)"),
+            std::string::npos)
+      << m;
+}
+
 TEST(AttachHostProcesses, MarksDriverListedProcessesAndDeviceFiles) {
   Snapshot s = TwoGpuSnapshot();
   std::map<pid_t, HostProcess> host = {

@@ -213,6 +213,13 @@ std::string PadRight(std::string_view text, int columns) {
   return out;
 }
 
+std::string PadRightUncut(std::string_view text, int columns) {
+  std::string out(text);
+  const int pad = columns - DisplayWidth(out);
+  if (pad > 0) out.append(static_cast<size_t>(pad), ' ');
+  return out;
+}
+
 std::string PadLeft(std::string_view text, int columns) {
   std::string out = TruncateToWidth(text, columns);
   const int pad = columns - DisplayWidth(out);

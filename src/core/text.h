@@ -55,6 +55,13 @@ std::string TruncateToWidth(std::string_view text, int columns);
 // `columns` columns: on the right (PadRight) or on the left (PadLeft).
 std::string PadRight(std::string_view text, int columns);
 std::string PadLeft(std::string_view text, int columns);
+// `text` padded on the right to `columns` columns, never cut: a table cell
+// when the output has no width to keep to.
+std::string PadRightUncut(std::string_view text, int columns);
+
+// A renderer's width that means "no width": nothing is cut or wrapped (the
+// output goes to a pipe or a file, docs/cli.md "Output").
+inline constexpr int kUnlimitedWidth = 1 << 20;
 
 // `text` with the ASCII letters a-z made upper case; every other byte (UTF-8
 // sequences included) unchanged. Independent of the locale.

@@ -129,6 +129,7 @@ constexpr int kSlurmNameColumns = 24;
 // Column widths; narrower terminals get narrower user and state columns.
 struct Layout {
   int width = 100;
+  bool cut = true;  // Cells cut to their columns; false: no width (kUnlimitedWidth).
   bool narrow = false;
   int index_digits = 1;
   int name_cols = 21;
@@ -143,6 +144,7 @@ class Renderer {
   Renderer(const Snapshot& snapshot, const TextOptions& options)
       : s_(snapshot), color_(options.color) {
     layout_.width = std::max(options.width, 1);
+    layout_.cut = layout_.width < kUnlimitedWidth;
     layout_.narrow = layout_.width < 90;
     if (layout_.narrow) {
       layout_.user_cols = 8;
@@ -162,13 +164,20 @@ class Renderer {
       for (const GpuProcess& gp : g.processes) widen(gp.pid);
     }
     for (const auto& [pid, p] : s_.processes) widen(pid);
-    layout_.name_cols = std::clamp(layout_.width - 53, 12, std::min(longest, 40));
+    layout_.name_cols = layout_.cut ? std::clamp(layout_.width - 53, 12, std::min(longest, 40))
+                                    : std::max(longest, 12);
     unsigned max_index = 0;
     for (const Gpu& g : s_.gpus) max_index = std::max(max_index, g.index);
     layout_.index_digits = static_cast<int>(std::to_string(max_index).size());
     // Line 2 without bars is ~41 columns; share the rest between two bars.
     layout_.bar_cols = std::clamp((layout_.width - 41) / 2, 0, 20);
     if (layout_.bar_cols < 4) layout_.bar_cols = 0;
+  }
+
+  // A table cell: cut to its columns on a terminal, whole when the output
+  // has no width.
+  std::string Cell(std::string_view text, int columns) const {
+    return layout_.cut ? PadRight(text, columns) : PadRightUncut(text, columns);
   }
 
   std::string Render() {
@@ -253,7 +262,12 @@ class Renderer {
       const std::string message = SanitizeForTerminal(e.message);
       std::string text = message.rfind(label, 0) == 0 ? message : label + ": " + message;
       if (e.gpu_index.has_value()) text += fmt::format(" (GPU {})", *e.gpu_index);
-      Emit(StyledLine().Add("! ", Tone::kBoldRed).Add(text, Tone::kRed));
+      // Wrapped, not cut: a warning names what it is about, and the name is
+      // at its end (docs/cli.md, "Output").
+      const std::vector<std::string> lines = WrapWords(text, layout_.width - 2, layout_.width - 2);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        Emit(StyledLine().Add(i == 0 ? "! " : "  ", Tone::kBoldRed).Add(lines[i], Tone::kRed));
+      }
     }
   }
 
@@ -262,7 +276,7 @@ class Renderer {
     StyledLine l1;
     l1.Add(PadRight(fmt::format("GPU {}", gpu.index), 4 + layout_.index_digits), Tone::kBold);
     l1.Add("  ");
-    l1.Add(PadRight(gpu.name ? SanitizeForTerminal(*gpu.name) : "name N/A", layout_.name_cols));
+    l1.Add(Cell(gpu.name ? SanitizeForTerminal(*gpu.name) : "name N/A", layout_.name_cols));
     l1.Add("  ").Add(PadRight(ShortBusId(gpu.pci_bus_id), 7));
     l1.Add("  ");
     if (gpu.temperature_c.has_value()) {
@@ -523,7 +537,7 @@ class Renderer {
       const HostProcess* host = FindHostProcess(s_, gp->pid);
       StyledLine l;
       l.Add(indent).Add(PadLeft(std::to_string(gp->pid), layout_.pid_cols)).Add("  ");
-      l.Add(PadRight(UserText(gp->pid), layout_.user_cols)).Add("  ");
+      l.Add(Cell(UserText(gp->pid), layout_.user_cols)).Add("  ");
       l.Add(PadLeft(gp->used_memory_bytes ? FormatBytes(*gp->used_memory_bytes) : std::string(kNA),
                     9))
           .Add("  ");
@@ -572,7 +586,7 @@ class Renderer {
       }
       StyledLine l;
       l.Add(indent).Add(PadLeft(std::to_string(p->pid), layout_.pid_cols)).Add("  ");
-      l.Add(PadRight(SanitizeForTerminal(UserLabel(s_, p->pid)), layout_.user_cols)).Add("  ");
+      l.Add(Cell(SanitizeForTerminal(UserLabel(s_, p->pid)), layout_.user_cols)).Add("  ");
       l.Add(PadLeft(AgeText(p), 6)).Add("  ");
       l.Add(PadRight(StateWord(p, layout_.narrow), layout_.state_cols), StateTone(p));
       l.Add("  ").Add(fmt::format("holds {}", fmt::join(files, ",")), Tone::kYellow);
@@ -599,9 +613,9 @@ class Renderer {
       std::string gpus =
           t.gpu_indices.empty() ? "-" : fmt::format("{}", fmt::join(t.gpu_indices, ","));
       StyledLine l;
-      l.Add(PadRight(SanitizeForTerminal(t.user), user_cols)).Add("  ");
+      l.Add(Cell(SanitizeForTerminal(t.user), user_cols)).Add("  ");
       l.Add(PadLeft(std::to_string(t.pids.size()), 5)).Add("  ");
-      l.Add(PadRight(gpus, 12)).Add("  ").Add(PadLeft(vram, 10));
+      l.Add(Cell(gpus, 12)).Add("  ").Add(PadLeft(vram, 10));
       if (!t.unlisted_holder_pids.empty()) {
         l.Add(fmt::format("  +{} unlisted holder{}", t.unlisted_holder_pids.size(),
                           t.unlisted_holder_pids.size() == 1 ? "" : "s"),

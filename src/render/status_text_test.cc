@@ -111,6 +111,15 @@ TEST(RenderStatusText, EveryLineFitsTheWidth) {
   }
 }
 
+// docs/cli.md, "Output": with no width (stdout is not a terminal) no line
+// and no table cell is cut.
+TEST(RenderStatusText, NoWidthCutsNothing) {
+  for (const auto& [name, snapshot] : AllFixtures()) {
+    const std::string out = RenderStatusText(snapshot, {.color = false, .width = kUnlimitedWidth});
+    EXPECT_EQ(out.find("…"), std::string::npos) << name << "\n" << out;
+  }
+}
+
 TEST(RenderStatusText, NoEscapeByteWithoutColour) {
   for (const auto& [name, snapshot] : AllFixtures()) {
     for (int width : {60, 100}) {

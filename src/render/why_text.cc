@@ -56,7 +56,8 @@ class WhyRenderer {
   std::string Render() {
     Headline();
     for (const diagnose::GpuVerdict& g : d_.gpus) {
-      Emit(StyledLine().Add("  ").Add(SanitizeForTerminal(g.line), VerdictTone(g.verdict)));
+      // Wrapped, not cut: the finding codes are at the end of the line.
+      EmitWrapped(SanitizeForTerminal(g.line), "  ", 4, VerdictTone(g.verdict));
     }
     Findings();
     Users();
@@ -175,7 +176,11 @@ class WhyRenderer {
     for (const diagnose::UserHolding& u : d_.users) {
       user_cols = std::max(user_cols, DisplayWidth(SanitizeForTerminal(u.user)));
     }
-    user_cols = std::min(user_cols, 16);
+    const bool cut = width_ < kUnlimitedWidth;  // No width: every cell whole.
+    if (cut) user_cols = std::min(user_cols, 16);
+    auto cell = [cut](std::string_view text, int columns) {
+      return cut ? PadRight(text, columns) : PadRightUncut(text, columns);
+    };
     Emit(StyledLine().Add("Holdings:", Tone::kBold));
     Emit(StyledLine().Add("  " + PadRight("USER", user_cols) + "  " + PadRight("GPUS", 9) + "  " +
                               PadLeft("VRAM", 10) + "  " + PadLeft("IDLE", 10) + "  PIDS",
@@ -185,8 +190,8 @@ class WhyRenderer {
       std::string vram = none_known ? "N/A" : FormatBytes(u.vram_bytes);
       std::string idle = none_known ? "N/A" : FormatBytes(u.idle_vram_bytes);
       StyledLine l;
-      l.Add("  " + PadRight(SanitizeForTerminal(u.user), user_cols) + "  ");
-      l.Add(PadRight(JoinNumbers(u.gpus), 9) + "  " + PadLeft(vram, 10) + "  ");
+      l.Add("  " + cell(SanitizeForTerminal(u.user), user_cols) + "  ");
+      l.Add(cell(JoinNumbers(u.gpus), 9) + "  " + PadLeft(vram, 10) + "  ");
       l.Add(PadLeft(idle, 10), u.idle_vram_bytes > 0 ? Tone::kYellow : Tone::kPlain);
       l.Add(fmt::format("  {}", fmt::join(u.pids, ",")));
       if (u.memory_unknown > 0 && !none_known) {

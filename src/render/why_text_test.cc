@@ -33,6 +33,26 @@ TEST(WhyText, FirstLineIsTheVerdictAndSummary) {
   EXPECT_EQ(lines[4], "  GPU 3 FAULT — fell off the bus (Xid 79) [XID_FATAL, GPU_LOST]");
 }
 
+// docs/cli.md, "Output": a GPU's line is wrapped at a terminal's width, its
+// finding codes kept whole; with no width (a pipe) nothing is cut or wrapped.
+TEST(WhyText, GpuLinesWrapOnATerminalAndAreWholeWithoutOne) {
+  WhyTextOptions narrow;
+  narrow.width = 40;
+  const std::string wrapped = RenderWhyText(BusyDiagnosis(), BusyBox(), narrow);
+  Pos(wrapped, "[XID_FATAL, GPU_LOST]");
+  Pos(wrapped, "[VRAM_EXHAUSTED]");
+  for (const std::string& line : SplitLines(wrapped)) EXPECT_LE(DisplayWidth(line), 40) << line;
+
+  WhyTextOptions unlimited;
+  unlimited.width = kUnlimitedWidth;
+  diagnose::Diagnosis d = BusyDiagnosis();
+  d.summary += std::string(300, 'x');
+  const std::vector<std::string> lines = SplitLines(RenderWhyText(d, BusyBox(), unlimited));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].size(), d.summary.size()) << lines[0];
+  EXPECT_EQ(lines[1], "  GPU 0 BUSY — 70.0/79.6 GiB, 97 % [VRAM_EXHAUSTED]");
+}
+
 TEST(WhyText, SummaryWithoutVerdictIsPrefixed) {
   diagnose::Diagnosis d = HealthyDiagnosis();
   d.summary = "4 GPUs healthy";

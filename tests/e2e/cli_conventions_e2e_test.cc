@@ -6,6 +6,13 @@
 // does not exist is an error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,11 +44,13 @@ struct Refused {
   std::string accepts;  // what it says is accepted
 };
 
-// Usage errors: exit 2, one line on stderr, naming the flag and the forms it
-// takes; nothing on stdout.
-TEST(CliConventionsE2e, EveryBadFlagValueIsOneLineNamingTheFlagAndWhatItTakes) {
-  const std::string kDuration = "is not a duration: 30s, 5m, 2h, 1d or plain seconds";
-  const std::vector<Refused> table = {
+const std::string kDuration = "is not a duration: 30s, 5m, 2h, 1d or plain seconds";
+const std::string kSize = "is not a size: 512M, 20G, 1.5T or plain bytes";
+
+// Every time, size and choice flag of every command refused once; the test
+// below checks that no such flag of --help is missing here.
+std::vector<Refused> RefusedTable() {
+  return {
       {Gpuwarden({"--timeout", "abc", "status"}), "--timeout", kDuration},
       {Gpuwarden({"--timeout", "11m", "status"}), "--timeout", "is out of range: 0.05s to 10m"},
       {Gpuwarden({"why", "--window", "2x"}), "--window", kDuration},
@@ -69,8 +78,32 @@ TEST(CliConventionsE2e, EveryBadFlagValueIsOneLineNamingTheFlagAndWhatItTakes) {
       {Daemon({"--grace", "abc"}), "--grace", kDuration},
       {Daemon({"--timeout", "abc"}), "--timeout", kDuration},
       {Daemon({"--vram-guard", "maybe"}), "--vram-guard", "is not one of stop or warn"},
+      {Gpuwarden({"why", "--since", "2x"}), "--since", kDuration},
+      {Gpuwarden({"health", "--since", "abc"}), "--since", kDuration},
+      {Gpuwarden({"events", "--since", "yesterday"}), "--since", kDuration},
+      {Gpuwarden({"history", "--since", "abc"}), "--since", kDuration},
+      {Gpuwarden({"usage", "--since", "forever"}), "--since", kDuration},
+      {Gpuwarden({"why", "--now", "--no-kernel-log", "--idle-for", "1y", "--sim", Scenario()}),
+       "--idle-for", kDuration},
+      {Gpuwarden({"cancel", "--slurm", "--slurm-timeout", "z", "1"}), "--slurm-timeout", kDuration},
+      {Gpuwarden({"jobs", "--slurm", "--slurm-timeout", "z"}), "--slurm-timeout", kDuration},
+      {Gpuwarden({"status", "--slurm-timeout", "z"}), "--slurm-timeout", kDuration},
+      {Gpuwarden({"why", "--slurm-timeout", "z"}), "--slurm-timeout", kDuration},
+      {Gpuwarden({"watch", "--grace", "z"}), "--grace", kDuration},
+      {Gpuwarden({"watch", "--settle", "z"}), "--settle", kDuration},
+      {Gpuwarden({"kill", "--grace", "z", "1"}), "--grace", kDuration},
+      {Gpuwarden({"clean", "--settle", "z"}), "--settle", kDuration},
+      {Gpuwarden({"run", "--vram", "20x", "--", "true"}), "--vram", kSize},
+      {Gpuwarden({"clean", "--min-vram", "lots"}), "--min-vram", kSize},
+      {Daemon({"--margin", "abc"}), "--margin", kSize},
+      {Daemon({"--metrics-process-min", "1q"}), "--metrics-process-min", kSize},
   };
-  for (const Refused& row : table) {
+}
+
+// Usage errors: exit 2, one line on stderr, naming the flag and the forms it
+// takes; nothing on stdout.
+TEST(CliConventionsE2e, EveryBadFlagValueIsOneLineNamingTheFlagAndWhatItTakes) {
+  for (const Refused& row : RefusedTable()) {
     std::string cmd;
     for (size_t i = 1; i < row.argv.size(); ++i) cmd += row.argv[i] + " ";
     const RunResult r = RunProcess(row.argv, Quick());
@@ -151,6 +184,146 @@ TEST(CliConventionsE2e, KillingAProcessThatDoesNotExistIsAnError) {
   // largest id: no process has it.
   RunResult r =
       RunProcess(Gpuwarden({"kill", "--yes", "2147483000", "--sim", Scenario()}), Quick());
+  EXPECT_EQ(r.exit_code, 8) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("no such process"), std::string::npos) << r.out << r.err;
+}
+
+// The table above covers every flag of a time or a size that --help lists,
+// of every command and of gpuwardend: a new one without a row fails here.
+TEST(CliConventionsE2e, TheTableCoversEveryTimeAndSizeFlagOfEveryCommand) {
+  // "COMMAND FLAG" for each row ("gpuwardend FLAG" for the daemon's, " FLAG"
+  // for a global option before the command).
+  const std::vector<std::string> commands = {
+      "status", "why", "health", "events", "clean",  "kill", "cluster", "history", "usage",
+      "watch",  "run", "queue",  "jobs",   "cancel", "hold", "release", "logs"};
+  std::set<std::string> covered;
+  for (const Refused& row : RefusedTable()) {
+    std::string command = row.argv[0].ends_with("gpuwardend") ? "gpuwardend" : "";
+    for (size_t i = 1; i < row.argv.size() && command.empty(); ++i) {
+      if (std::find(commands.begin(), commands.end(), row.argv[i]) != commands.end()) {
+        command = row.argv[i];
+      }
+    }
+    covered.insert(command + " " + row.flag);
+  }
+  // The flags of a --help text whose value is a DURATION or a SIZE.
+  auto typed_flags = [](const std::string& help) {
+    std::vector<std::string> flags;
+    std::istringstream in(help);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.starts_with("  -")) continue;
+      if (line.find(" DURATION") == std::string::npos && line.find(" SIZE") == std::string::npos) {
+        continue;
+      }
+      std::string first = line.substr(2, line.find(' ', 2) - 2);
+      flags.push_back(
+          first.substr(first.rfind(',') == std::string::npos ? 0 : first.rfind(',') + 1));
+    }
+    return flags;
+  };
+  size_t checked = 0;
+  for (const std::string& command : commands) {
+    const RunResult help = RunProcess(Gpuwarden({command, "--help"}), Quick());
+    ASSERT_EQ(help.exit_code, 0) << command;
+    for (const std::string& flag : typed_flags(help.out)) {
+      ++checked;
+      // A global option is covered by any row (it is the same validator).
+      if (flag == "--timeout") continue;
+      EXPECT_TRUE(covered.count(command + " " + flag))
+          << "no row refuses " << command << " " << flag;
+    }
+  }
+  const RunResult daemon = RunProcess(Daemon({"--help"}), Quick());
+  ASSERT_EQ(daemon.exit_code, 0);
+  for (const std::string& flag : typed_flags(daemon.out)) {
+    ++checked;
+    EXPECT_TRUE(covered.count("gpuwardend " + flag)) << "no row refuses gpuwardend " << flag;
+  }
+  EXPECT_GE(checked, 25u);
+}
+
+// Display columns of UTF-8 text (every character here is one column wide).
+size_t Columns(const std::string& line) {
+  size_t n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// docs/cli.md, "Output": in a pipe nothing is cut, however long; on a
+// terminal of 120 columns (COLUMNS stands in for its width) lines fit it and
+// wrap instead of losing the finding codes.
+TEST(CliConventionsE2e, OutputIsCutOnlyOnATerminalAndThenWrapped) {
+  RunOptions pipe = Quick();
+  pipe.env["COLUMNS"] = std::nullopt;
+  for (const std::string scenario : {"bench-8gpu-64proc.json", "hw-slowdown.json"}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"status"},
+          std::vector<std::string>{"why", "--now", "--no-kernel-log", "--verbose"}}) {
+      std::vector<std::string> argv = args;
+      argv.insert(argv.end(), {"--sim", ScenarioPath(scenario)});
+      const RunResult r = RunProcess(Gpuwarden(argv), pipe);
+      ASSERT_LT(r.exit_code, 15) << scenario << " " << args[0] << "\n" << r.err;
+      EXPECT_EQ(r.out.find("…"), std::string::npos) << scenario << " " << args[0] << "\n" << r.out;
+    }
+  }
+  // Line 1 of why is the whole verdict: head -1 needs nothing more.
+  const RunResult why = RunProcess(
+      Gpuwarden({"why", "--now", "--no-kernel-log", "--sim", ScenarioPath("hw-slowdown.json")}),
+      pipe);
+  const std::string first = why.out.substr(0, why.out.find('\n'));
+  EXPECT_NE(first.find(" — "), std::string::npos) << first;
+  // The next line is GPU 0's, not the rest of the verdict.
+  EXPECT_EQ(why.out.compare(first.size(), 8, "\n  GPU 0"), 0) << why.out;
+
+  RunOptions terminal = Quick();
+  terminal.env["COLUMNS"] = "120";
+  const RunResult wide = RunProcess(
+      Gpuwarden({"why", "--now", "--no-kernel-log", "--sim", ScenarioPath("hw-slowdown.json")}),
+      terminal);
+  std::istringstream lines(wide.out);
+  std::string line;
+  while (std::getline(lines, line)) EXPECT_LE(Columns(line), 120u) << line;
+  EXPECT_EQ(wide.out.find("…"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("HW_THERMAL_SLOWDOWN"), std::string::npos) << wide.out;
+}
+
+// docs/cli.md, "Files": a named audit log in a missing directory is an error
+// naming it, and the directory is not made (by the flag or the config file).
+TEST(CliConventionsE2e, AMissingAuditLogDirectoryIsNamedNotCreated) {
+  const std::string dir = "/tmp/gw-no-such-dir-" + std::to_string(getpid());
+  const std::string s = Scenario();
+  for (const std::vector<std::string>& argv :
+       {Gpuwarden({"clean", "--dry-run", "--audit-log", dir + "/x.log", "--sim", s}),
+        Gpuwarden({"kill", "--yes", "--audit-log", dir + "/x.log", "2147483000", "--sim", s})}) {
+    const RunResult r = RunProcess(argv, Quick());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+    EXPECT_NE(
+        r.err.find("--audit-log: the directory " + dir + " of " + dir + "/x.log does not exist"),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(access(dir.c_str(), F_OK), -1) << dir << " was created";
+  }
+  const std::string config = "/tmp/gw-audit-config-" + std::to_string(getpid()) + ".toml";
+  {
+    std::ofstream out(config);
+    out << "[clean]\naudit_log = \"" << dir << "/audit.log\"\n";
+  }
+  RunOptions with_config = Quick();
+  with_config.env["GPUWARDEN_CONFIG"] = config;
+  const RunResult r = RunProcess(Gpuwarden({"clean", "--dry-run", "--sim", s}), with_config);
+  std::remove(config.c_str());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("audit_log: the directory " + dir), std::string::npos) << r.err;
+  EXPECT_EQ(access(dir.c_str(), F_OK), -1) << dir << " was created";
+}
+
+// The issue's own example: kill 999999 (when no process has that id).
+TEST(CliConventionsE2e, KillOfPid999999IsAnError) {
+  if (access("/proc/999999", F_OK) == 0) GTEST_SKIP() << "a process 999999 exists here";
+  const RunResult r =
+      RunProcess(Gpuwarden({"kill", "--yes", "999999", "--sim", Scenario()}), Quick());
   EXPECT_EQ(r.exit_code, 8) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("no such process"), std::string::npos) << r.out << r.err;
 }
