@@ -27,6 +27,9 @@ packages=(
   # The web page's test: a real headless Chromium loads the page from gpuwardend and reads its
   # DOM over the DevTools pipe; libpng reads back its screenshots (tests/e2e/web_e2e_test.cc).
   chromium libpng-dev
+  # The package (scripts/package.sh, docs/install.md): dpkg-deb and dpkg-shlibdeps; man to
+  # render its pages, and the three shells whose completions tests/package/ loads.
+  dpkg-dev man-db bash-completion zsh fish
 )
 
 missing=()
