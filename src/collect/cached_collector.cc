@@ -335,7 +335,7 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
     }
   }
   const uint64_t refused_before = proc_worker_.refused();
-  if (!found)
+  if (!found) {
     found = proc_worker_.Run<Found>(
         [shared = shared_, options, full, pids = std::move(pids), listed,
          scanned_listed = std::move(scanned_listed), scanned_holders = std::move(scanned_holders),
@@ -373,6 +373,7 @@ Snapshot CachedCollector::Look(uint64_t samples_since_us, bool full_allowed) {
           return out;
         },
         left);
+  }
   if (!found) {
     snapshot.timed_out = true;
     snapshot.errors.push_back(ProbeError{
