@@ -289,7 +289,9 @@ static void dev_str(nvmlDevice_t d, const char* symbol, const char* key) {
   }
 }
 
-static void dev_mask(nvmlDevice_t d, const char* symbol, const char* key) {
+/* A call that fills one unsigned long long, written out by `put`. */
+static void dev_u64_with(nvmlDevice_t d, const char* symbol, const char* key,
+                         void (*put)(const char*, unsigned long long)) {
   DevU64Fn f = GET(DevU64Fn, symbol);
   unsigned long long v = 0;
   nvmlReturn_t r;
@@ -299,10 +301,14 @@ static void dev_mask(nvmlDevice_t d, const char* symbol, const char* key) {
   }
   r = f(d, &v);
   if (r == R_SUCCESS) {
-    put_hex(key, v);
+    put(key, v);
   } else {
     put_err(key, r);
   }
+}
+
+static void dev_mask(nvmlDevice_t d, const char* symbol, const char* key) {
+  dev_u64_with(d, symbol, key, put_hex);
 }
 
 static void dev_int(nvmlDevice_t d, const char* symbol, const char* key) {
@@ -342,19 +348,7 @@ static void two_values(nvmlDevice_t d, const char* symbol, const char* key) {
 }
 
 static void dev_u64(nvmlDevice_t d, const char* symbol, const char* key) {
-  DevU64Fn f = GET(DevU64Fn, symbol);
-  unsigned long long v = 0;
-  nvmlReturn_t r;
-  if (!f) {
-    put_nosym(key);
-    return;
-  }
-  r = f(d, &v);
-  if (r == R_SUCCESS) {
-    put_ull(key, v);
-  } else {
-    put_err(key, r);
-  }
+  dev_u64_with(d, symbol, key, put_ull);
 }
 
 /* A call that fills two unsigned (or non-negative int) values: key.first, key.second. */
