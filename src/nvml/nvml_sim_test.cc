@@ -7,7 +7,6 @@
 // from 0 to 1, and a probe shuts NVML down when it ends. Every probe here
 // therefore waits for its worker (WaitForProbeWorkers) before the next one, so
 // each test's scenario is the one read, even when all tests share a process.
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "nvml/entry_points.h"
 #include "nvml/nvml_library.h"
 #include "nvml/probe.h"
+#include "os/os_test_util.h"
 
 namespace gw::nvml {
 namespace {
@@ -35,11 +35,10 @@ class SimTest : public ::testing::Test {
   }
   void TearDown() override { unsetenv("GPUWARDEN_SIM_SCENARIO"); }
 
-  // Writes `json` to a scenario file of this test and returns its path.
+  // Writes `json` to a scenario file in this test's own directory, which
+  // goes when the test ends, and returns its path.
   std::string WriteScenario(const std::string& json) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string path = ::testing::TempDir() + "gw_nvml_" + info->name() + "_" +
-                       std::to_string(getpid()) + "_" + std::to_string(++files_) + ".json";
+    std::string path = dir_.Path("scenario_" + std::to_string(++files_) + ".json");
     std::ofstream(path) << json;
     return path;
   }
@@ -60,6 +59,7 @@ class SimTest : public ::testing::Test {
   }
 
   RealClock clock_;
+  os::testing::TempDir dir_;
   int files_ = 0;
 };
 
