@@ -29,7 +29,7 @@ _gpuwarden() {
   local opts
   case $command in
     "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return ;;
-    status) opts="--json --gpu --user --from --slurm-node --no-slurm --slurm-timeout --help" ;;
+    status) opts="--json -v --verbose --gpu --user --from --slurm-node --no-slurm --slurm-timeout --help" ;;
     why) opts="--now --window --from --kernel-log --no-kernel-log --since --need --nvlink --idle-for --json --slurm -v --verbose --no-history --explain --slurm-node --no-slurm --slurm-timeout --help" ;;
     health) opts="--now --window --from --kernel-log --no-kernel-log --since --json -v --verbose --slurm-drain --slurm-node --on-degraded --slurm-timeout --help" ;;
     events) opts="--kernel-log --since --json --help" ;;

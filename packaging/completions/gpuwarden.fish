@@ -26,6 +26,7 @@ complete -c gpuwarden -l proc-root -r -F -d 'Where the host\'s /proc is mounted 
 complete -c gpuwarden -l dev-dir -r -F -d 'Where the NVIDIA device files are'
 complete -c gpuwarden -l socket -r -d 'gpuwardend\'s socket (default: $GPUWARDEN_SOCKET, else the system daemon\'s, else your personal one)'
 complete -c gpuwarden -n '__fish_seen_subcommand_from status' -l json -d 'Machine-readable output (schema: docs/json.md)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from status' -s v -l verbose -d 'List every process a warning is about, not only the first ten'
 complete -c gpuwarden -n '__fish_seen_subcommand_from status' -l gpu -r -d 'Only these GPUs (index, UUID or PCI bus id)'
 complete -c gpuwarden -n '__fish_seen_subcommand_from status' -l user -r -d 'Only these users\' processes (name or uid)'
 complete -c gpuwarden -n '__fish_seen_subcommand_from status' -l from -r -F -d 'Read an `nvidia-smi -q -x` dump instead of the live driver'

@@ -41,6 +41,8 @@ int Main(int argc, char** argv) {
   CLI::App* status =
       app.add_subcommand("status", "Every GPU and every process that holds one, right now");
   status->add_flag("--json", status_args.json, "Machine-readable output (schema: docs/json.md)");
+  status->add_flag("-v,--verbose", status_args.verbose,
+                   "List every process a warning is about, not only the first ten");
   status->add_option("--gpu", status_args.gpus, "Only these GPUs (index, UUID or PCI bus id)")
       ->type_name("GPU")
       ->delimiter(',');

@@ -68,6 +68,7 @@ int RunStatus(const GlobalOptions& global, const StatusArgs& args, os::CommandRu
     render::TextOptions text;
     text.color = ShouldUseColor(global.color);
     text.width = OutputWidth();
+    text.verbose = args.verbose;
     std::string out = render::RenderStatusText(*filtered, text);
     std::fwrite(out.data(), 1, out.size(), stdout);
   }

@@ -14,6 +14,7 @@ namespace gw::cli {
 
 struct StatusArgs {
   bool json = false;
+  bool verbose = false;            // -v: every PID a warning is about.
   std::vector<std::string> gpus;   // --gpu: indices, UUIDs or PCI bus ids.
   std::vector<std::string> users;  // --user: names or uids.
   std::string from;                // --from: an `nvidia-smi -q -x` dump.

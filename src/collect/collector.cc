@@ -56,13 +56,15 @@ std::string PartialScanMessage(const proc::HolderScanStats& stats) {
   for (size_t i = 0; i < pids.size() && i < kNamed; ++i) {
     which += fmt::format("{}{}", i == 0 ? "" : ", ", pids[i]);
   }
-  if (pids.size() > kNamed) which += fmt::format(" and {} more", pids.size() - kNamed);
+  if (pids.size() > kNamed) {
+    which += fmt::format(" and {} more, all listed by status --verbose", pids.size() - kNamed);
+  }
   const size_t n = pids.empty() ? stats.fd_denied : pids.size();
   return fmt::format(
-      "could not read the open files of {} process{}{} (permission denied): device-file "
+      "could not read the open files of {} process{} (permission denied{}): device-file "
       "holders among them are not shown",
       n, n == 1 ? "" : "es",
-      which.empty() ? "" : fmt::format(" (PID{} {})", pids.size() == 1 ? "" : "s", which));
+      which.empty() ? "" : fmt::format("; PID{} {}", pids.size() == 1 ? "" : "s", which));
 }
 
 int64_t ProcReadBudgetMs(int64_t deadline_ms, int64_t remaining_ms) {
@@ -88,7 +90,9 @@ DeviceHolders ScanDeviceHolders(const CollectOptions& options, pid_t exclude_pid
   if (stats.fd_denied > 0) {
     // Without the right to read other users' fds the "fuser" view is
     // partial: holders may be missing, so say so rather than imply none.
-    out.errors.push_back(ProcError("partial_scan", PartialScanMessage(stats)));
+    ProbeError partial = ProcError("partial_scan", PartialScanMessage(stats));
+    partial.pids = stats.denied_pids;
+    out.errors.push_back(std::move(partial));
   }
   out.holders = std::move(holders).value();
   out.listed = true;

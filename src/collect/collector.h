@@ -77,7 +77,8 @@ struct DeviceHolders {
   std::vector<pid_t> unread;  // Sorted: processes whose open files could not be read.
 };
 // The warning of a scan that could not read some processes' open files: how
-// many, and which (the first ten PIDs, then how many more).
+// many, and which (the first ten PIDs, then how many more and where the rest
+// are listed; the error's `pids` holds them all).
 std::string PartialScanMessage(const proc::HolderScanStats& stats);
 
 // `skip`: sorted PIDs whose files are not read (proc::DeviceMatch::skip).

@@ -46,14 +46,14 @@ TEST(PartialScanMessage, NamesTheProcessesByPid) {
   one.fd_denied = 1;
   one.denied_pids = {4242};
   EXPECT_EQ(PartialScanMessage(one),
-            "could not read the open files of 1 process (PID 4242) (permission denied): "
+            "could not read the open files of 1 process (permission denied; PID 4242): "
             "device-file holders among them are not shown");
   proc::HolderScanStats many;
   for (pid_t pid = 100; pid < 112; ++pid) many.denied_pids.push_back(pid);
   many.fd_denied = 12;
   const std::string m = PartialScanMessage(many);
-  EXPECT_NE(m.find("of 12 processes (PIDs 100, 101, 102, 103, 104, 105, 106, 107, 108, 109 "
-                   "and 2 more)"),
+  EXPECT_NE(m.find("of 12 processes (permission denied; PIDs 100, 101, 102, 103, 104, 105, 106, "
+                   "107, 108, 109 and 2 more, all listed by status --verbose)"),
             std::string::npos)
       << m;
 }

@@ -36,6 +36,11 @@ struct ProbeError {
   std::string message;  // One line for a person.
   Opt<unsigned> gpu_index;
   Opt<int> nvml_return;
+  // The processes it is about, sorted, every one of them: the message names
+  // at most the first ten (docs/cli.md, "Output"). Empty when it is not
+  // about processes. (The initializer lets brace initialisers that stop
+  // before it omit it without -Wmissing-field-initializers.)
+  std::vector<pid_t> pids = {};
 };
 
 enum class ComputeMode { kDefault, kExclusiveThread, kProhibited, kExclusiveProcess };

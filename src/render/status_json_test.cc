@@ -141,6 +141,20 @@ TEST(StatusJson, TimeoutAndErrors) {
   EXPECT_TRUE(doc.at("errors").at(0).at("nvml_return").is_null());
 }
 
+TEST(StatusJson, AnErrorCarriesEveryProcessItIsAbout) {
+  Snapshot s = testing::TimedOut();
+  ProbeError partial{"proc", "partial_scan", "m", std::nullopt, std::nullopt};
+  for (pid_t pid = 100; pid < 125; ++pid) partial.pids.push_back(pid);
+  s.errors.push_back(partial);
+  const json doc = StatusJson(s);
+  ASSERT_EQ(doc.at("errors").size(), 2u);
+  EXPECT_EQ(doc.at("errors").at(0).at("pids"), json::array());
+  const json& pids = doc.at("errors").at(1).at("pids");
+  ASSERT_EQ(pids.size(), 25u);
+  EXPECT_EQ(pids.front(), 100);
+  EXPECT_EQ(pids.back(), 124);
+}
+
 TEST(StatusJson, UsersAndUnlistedHolders) {
   const json doc = StatusJson(BusyBox());
   const json& users = doc.at("users");

@@ -142,7 +142,7 @@ struct Layout {
 class Renderer {
  public:
   Renderer(const Snapshot& snapshot, const TextOptions& options)
-      : s_(snapshot), color_(options.color) {
+      : s_(snapshot), color_(options.color), verbose_(options.verbose) {
     layout_.width = std::max(options.width, 1);
     layout_.cut = layout_.width < kUnlimitedWidth;
     layout_.narrow = layout_.width < 90;
@@ -267,6 +267,16 @@ class Renderer {
       const std::vector<std::string> lines = WrapWords(text, layout_.width - 2, layout_.width - 2);
       for (size_t i = 0; i < lines.size(); ++i) {
         Emit(StyledLine().Add(i == 0 ? "! " : "  ", Tone::kBoldRed).Add(lines[i], Tone::kRed));
+      }
+      // The message names the first few; --verbose lists every one.
+      if (verbose_ && !e.pids.empty()) {
+        std::string all = fmt::format("PID{}", e.pids.size() == 1 ? "" : "s");
+        for (size_t i = 0; i < e.pids.size(); ++i) {
+          all += fmt::format("{} {}", i == 0 ? ":" : ",", e.pids[i]);
+        }
+        for (const std::string& line : WrapWords(all, layout_.width - 2, layout_.width - 2)) {
+          Emit(StyledLine().Add("  ").Add(line, Tone::kRed));
+        }
       }
     }
   }
@@ -627,6 +637,7 @@ class Renderer {
 
   const Snapshot& s_;
   bool color_;
+  bool verbose_;
   Layout layout_;
   std::vector<const HostProcess*> holders_;
   std::string out_;

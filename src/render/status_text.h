@@ -10,15 +10,17 @@
 namespace gw::render {
 
 struct TextOptions {
-  bool color = false;  // ANSI colours; when false the output holds no ESC byte at all.
-  int width = 100;     // Terminal columns; no line is wider (by display width).
+  bool color = false;    // ANSI colours; when false the output holds no ESC byte at all.
+  int width = 100;       // Terminal columns; no line is wider (by display width).
+  bool verbose = false;  // Under a warning about processes, every one of their PIDs.
 };
 
 // Renders `snapshot` as text, one '\n'-terminated line after another:
 //   1. a header: host, driver/CUDA/NVML versions, GPU count, time (UTC); a
 //      `SIMULATED server (scenario FILE)` line for the simulator, an
 //      `offline: nvidia-smi dump FILE` line for an XML dump;
-//   2. `! ...` lines for a timed-out probe and every probe error;
+//   2. `! ...` lines for a timed-out probe and every probe error (verbose:
+//      then the PIDs of every process it is about);
 //   3. per GPU: identity and sensors, a VRAM and a utilisation bar, markers
 //      (unreachable/lost with the reason, MIG, ECC, remap, slowdown), then its
 //      processes (PID, user, VRAM, SM %, age, state, owner tags, command),

@@ -246,6 +246,28 @@ TEST(RenderStatusText, ProbeErrorsAndTimeoutComeBeforeTheGpus) {
   EXPECT_NE(LineWith(colored, "driver not responding").find("\x1b[31m"), std::string::npos);
 }
 
+// A warning about processes names the first ten in its message; --verbose
+// adds every PID, wrapped to the width, and only then.
+TEST(RenderStatusText, VerboseListsEveryProcessAWarningIsAbout) {
+  Snapshot s = BusyBox();
+  ProbeError partial{"proc", "partial_scan", "open files of 25 processes unread", std::nullopt,
+                     std::nullopt};
+  for (pid_t pid = 70001; pid <= 70025; ++pid) partial.pids.push_back(pid);
+  s.errors.push_back(partial);
+
+  const std::string quiet = RenderStatusText(s, {.color = false, .width = 60});
+  EXPECT_EQ(quiet.find("70025"), std::string::npos) << quiet;
+
+  const std::string out = RenderStatusText(s, {.color = false, .width = 60, .verbose = true});
+  const size_t warning = LineIndex(out, "! partial scan: open files of 25 processes unread");
+  const size_t list = LineIndex(out, "  PIDs: 70001, 70002,");
+  EXPECT_EQ(list, warning + 1) << out;
+  for (pid_t pid = 70001; pid <= 70025; ++pid) {
+    EXPECT_NE(out.find(std::to_string(pid)), std::string::npos) << pid << "\n" << out;
+  }
+  for (const std::string& line : Lines(out)) EXPECT_LE(DisplayWidth(line), 60) << line;
+}
+
 TEST(RenderStatusText, LostGpuShowsTheReasonInItsBlock) {
   const std::string out = RenderStatusText(testing::LostGpu(), {.color = false, .width = 100});
   const size_t block = LineIndex(out, "GPU 1  ");

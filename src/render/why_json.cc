@@ -122,7 +122,8 @@ json ProbeErrorJson(const ProbeError& e) {
               {"code", JsonText(e.code)},
               {"message", JsonText(e.message)},
               {"gpu_index", JsonOrNull(e.gpu_index)},
-              {"nvml_return", JsonOrNull(e.nvml_return)}};
+              {"nvml_return", JsonOrNull(e.nvml_return)},
+              {"pids", e.pids}};
 }
 
 json WhyJson(const Diagnosis& diagnosis, const Snapshot& latest, const WhyJsonContext& context) {

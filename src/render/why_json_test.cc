@@ -37,7 +37,8 @@ TEST(WhyJson, TopLevelShape) {
                                   {"code", "gpu_lost"},
                                   {"message", "GPU 3 is lost"},
                                   {"gpu_index", 3},
-                                  {"nvml_return", 15}}));
+                                  {"nvml_return", 15},
+                                  {"pids", json::array()}}));
   EXPECT_EQ(j["all_findings_ranked"], json::array({"XID_FATAL", "GPU_LOST", "VRAM_EXHAUSTED",
                                                    "IDLE_HOLDER", "PERSISTENCE_OFF"}));
   // Server-level findings only: those without a GPU.

@@ -6,6 +6,7 @@
 // does not exist is an error.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,8 +17,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
+#include "e2e/user_process.h"
 
 namespace gw::test {
 namespace {
@@ -326,6 +330,56 @@ TEST(CliConventionsE2e, KillOfPid999999IsAnError) {
       RunProcess(Gpuwarden({"kill", "--yes", "999999", "--sim", Scenario()}), Quick());
   EXPECT_EQ(r.exit_code, 8) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("no such process"), std::string::npos) << r.out << r.err;
+}
+
+// docs/cli.md, "Output": a warning names what it is about, the first ten in
+// its line and where the rest are, and --verbose and --json list them all.
+// A proc tree of 25 processes whose open files only root may read, looked at
+// by an unprivileged user: every one of them is a partial scan.
+TEST(CliConventionsE2e, AWarningNamesItsProcessesAndVerboseListsThemAll) {
+  GW_REQUIRE_TEST_USER(user);
+  TempDir proc;
+  ASSERT_EQ(chmod(proc.path().c_str(), 0755), 0);
+  std::vector<int> pids;
+  for (int pid = 3001; pid <= 3025; ++pid) {
+    const std::string dir = proc.path() + "/" + std::to_string(pid);
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+    ASSERT_EQ(mkdir((dir + "/fd").c_str(), 0700), 0) << dir;
+    pids.push_back(pid);
+  }
+  const RunOptions as_user = AsUser(Quick(), user, proc.path());
+  auto status = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"status", "--sim", Scenario(), "--proc-root", proc.path()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunProcess(Gpuwarden(args), as_user);
+  };
+
+  const RunResult plain = status({});
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_NE(plain.out.find("could not read the open files of 25 processes (permission denied; "
+                           "PIDs 3001, 3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010 and "
+                           "15 more, all listed by status --verbose)"),
+            std::string::npos)
+      << plain.out;
+  EXPECT_EQ(plain.out.find("3025"), std::string::npos) << plain.out;
+
+  const RunResult verbose = status({"--verbose"});
+  EXPECT_EQ(verbose.exit_code, 0) << verbose.out << verbose.err;
+  std::string all = "PIDs:";
+  for (int pid : pids) all += (pid == pids.front() ? " " : ", ") + std::to_string(pid);
+  EXPECT_NE(verbose.out.find(all), std::string::npos) << verbose.out;
+
+  const RunResult json = status({"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << json.out;
+  bool found = false;
+  for (const nlohmann::json& e : doc.at("errors")) {
+    if (e.at("code") != "partial_scan") continue;
+    found = true;
+    EXPECT_EQ(e.at("pids").get<std::vector<int>>(), pids);
+  }
+  EXPECT_TRUE(found) << json.out;
 }
 
 }  // namespace
