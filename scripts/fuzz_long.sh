@@ -10,7 +10,11 @@
 # ASan keeps no allocation stacks here (malloc_context_size=0): recording one
 # at every malloc and free cost about a third of the executions of the
 # allocating targets. A crash's input is kept; run the target on it alone for
-# the whole report. NICE (default 19) is the runs' priority.
+# the whole report. NICE (default 19) is the runs' priority, both as the
+# process's nice value and as its session's autogroup's: where the kernel
+# groups processes by session (sched_autogroup), nice alone only ranks a
+# process within its own session, and the fuzzer would still take a full share
+# of the cores from a build started elsewhere.
 # Usage: RUNS=10000000 MAX_SECONDS=3600 scripts/fuzz_long.sh BUILD_DIR [TARGET...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +26,19 @@ targets=("$@")
 runs=${RUNS:-10000000}
 max_seconds=${MAX_SECONDS:-0}
 niceness=${NICE:-19}
+# Runs "$@" at the runs' priority in a session of its own, whose autogroup
+# takes the same nice value (raising it needs no privilege), and waits for it.
+# An interrupt of the script stops it too.
+run_low() {
+  setsid bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' \
+    "$niceness" "$@" &
+  local child=$!
+  trap 'kill -TERM "$child" 2>/dev/null; exit 130' INT TERM
+  wait "$child"
+  local status=$?
+  trap - INT TERM
+  return $status
+}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0}
 out=$build/fuzz
 results=$out/long-runs.tsv
@@ -34,7 +51,7 @@ for t in "${targets[@]}"; do
   log=$out/long-$t.log
   before=$(ls "$out/artifacts" | grep -c "^$t-" || true)
   start=$(date +%s)
-  nice -n "$niceness" "$out/fuzz_$t" -runs="$runs" -max_total_time="$max_seconds" -timeout=20 \
+  run_low "$out/fuzz_$t" -runs="$runs" -max_total_time="$max_seconds" -timeout=20 \
     -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
     ${dict:+-dict=$dict} ${max_len:+-max_len=$max_len} \
     "$out/corpus/$t" "fuzz/corpus/$t" "$out/seeds/$t" >"$log" 2>&1
