@@ -287,11 +287,11 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
       ->transform(OneOf({"fp32", "bf16", "fp16", "fp8", "int8", "int4"}));
   advise->add_option("--batch", args.batch, "Sequences per GPU per step (training micro-batch)")
       ->type_name("N")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->check(WholeNumber(1, uint64_t{1} << 20))
       ->capture_default_str();
   advise->add_option("--seq", args.seq, "Tokens per sequence (inference: prompt + output)")
       ->type_name("N")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24))
+      ->check(WholeNumber(1, uint64_t{1} << 24))
       ->capture_default_str();
   advise->add_option("--optimizer", args.optimizer, "Training: the optimizer")
       ->type_name("adamw|adamw-8bit|sgd|sgd-momentum")
@@ -299,7 +299,7 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
       ->capture_default_str();
   advise->add_option("--concurrency", args.concurrency, "Inference: sequences served at once")
       ->type_name("N")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->check(WholeNumber(1, uint64_t{1} << 20))
       ->capture_default_str();
   advise->add_flag("--checkpointing", args.checkpointing,
                    "Training: activation checkpointing (recompute in the backward pass)");
@@ -311,7 +311,7 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
       ->capture_default_str();
   advise->add_option("--lora-rank", args.lora_rank, "lora, qlora: the adapters' rank")
       ->type_name("N")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{65536}))
+      ->check(WholeNumber(1, 65536))
       ->capture_default_str();
   advise->add_flag("--offline", args.offline, "Do not look at this server's GPUs");
   advise->add_flag("--json", args.json, "Machine-readable output (schema: docs/json.md)");
