@@ -144,24 +144,6 @@ diagnose::NeedRequest NeedOf(const plan::Layout& layout) {
   return need;
 }
 
-std::string OutcomeText(diagnose::PlacementOutcome outcome) {
-  switch (outcome) {
-    case diagnose::PlacementOutcome::kFits:
-      return "fits";
-    case diagnose::PlacementOutcome::kFragmented:
-      return "fragmented";
-    case diagnose::PlacementOutcome::kUnsatisfiable:
-      return "not enough free";
-    case diagnose::PlacementOutcome::kNeverFits:
-      return "never fits";
-    case diagnose::PlacementOutcome::kUnusable:
-      return "unusable";
-    case diagnose::PlacementOutcome::kCannotCheck:
-      return "cannot check";
-  }
-  return "cannot check";
-}
-
 // "On this server now": one look, the plan for its smallest GPU, and the
 // need judged as `why --need` judges it.
 void LookAtServer(const GlobalOptions& global, plan::Advice& advice) {
@@ -209,7 +191,7 @@ void LookAtServer(const GlobalOptions& global, plan::Advice& advice) {
   s.summary = diagnosis.summary;
   const diagnose::Placement placed = diagnose::PlaceNeed(
       need, diagnose::CollectRooms(latest, {}, {}, diagnosis.findings), latest.topology);
-  s.placement = OutcomeText(placed.outcome);
+  s.placement = std::string(placement::OutcomeName(placed.core));
   if (placed.outcome == diagnose::PlacementOutcome::kFits) s.chosen = placed.gpus;
 }
 

@@ -36,6 +36,7 @@ class Entry {
                                               : fmt::format("#{}", index + 1);
   }
   const std::string& name() const { return name_; }
+  const toml::table& table() const { return table_; }
 
   Error Fail(std::string_view what) const {
     const int line = table_.source().begin.line;
@@ -183,7 +184,8 @@ Result<ModelSpec> ReadModel(const Entry& e) {
   return m;
 }
 
-Result<GpuSpec> ReadGpu(const Entry& e, const toml::table& table) {
+Result<GpuSpec> ReadGpu(const Entry& e) {
+  const toml::table& table = e.table();
   GpuSpec g;
   Result<std::string> name = e.Text("name");
   if (!name.ok()) return name.error();
@@ -238,6 +240,24 @@ Result<GpuSpec> ReadGpu(const Entry& e, const toml::table& table) {
   return g;
 }
 
+// The [[KEY]] entries of a catalog text, each read by `read`, names unique.
+template <typename T, typename Read>
+Result<std::vector<T>> ParseEntries(std::string_view text, const std::string& path, const char* key,
+                                    Read read) {
+  Result<toml::table> root = ParseToml(text, path);
+  if (!root.ok()) return root.error();
+  Result<const toml::array*> list = Entries(*root, key, path);
+  if (!list.ok()) return list.error();
+  std::vector<T> entries;
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    Result<T> entry = read(Entry(*(*list)->get(i)->as_table(), path, i));
+    if (!entry.ok()) return entry.error();
+    entries.push_back(std::move(*entry));
+  }
+  if (Status s = CheckUniqueNames(entries, path); !s.ok()) return s.error();
+  return entries;
+}
+
 }  // namespace
 
 std::string_view LinkName(Link link) {
@@ -276,34 +296,11 @@ Result<std::string> RealTextFiles::Read(const std::string& path) const {
 }
 
 Result<std::vector<ModelSpec>> ParseModelCatalog(std::string_view text, const std::string& path) {
-  Result<toml::table> root = ParseToml(text, path);
-  if (!root.ok()) return root.error();
-  Result<const toml::array*> list = Entries(*root, "model", path);
-  if (!list.ok()) return list.error();
-  std::vector<ModelSpec> models;
-  for (size_t i = 0; i < (*list)->size(); ++i) {
-    Result<ModelSpec> m = ReadModel(Entry(*(*list)->get(i)->as_table(), path, i));
-    if (!m.ok()) return m.error();
-    models.push_back(std::move(*m));
-  }
-  if (Status s = CheckUniqueNames(models, path); !s.ok()) return s.error();
-  return models;
+  return ParseEntries<ModelSpec>(text, path, "model", ReadModel);
 }
 
 Result<std::vector<GpuSpec>> ParseGpuCatalog(std::string_view text, const std::string& path) {
-  Result<toml::table> root = ParseToml(text, path);
-  if (!root.ok()) return root.error();
-  Result<const toml::array*> list = Entries(*root, "gpu", path);
-  if (!list.ok()) return list.error();
-  std::vector<GpuSpec> gpus;
-  for (size_t i = 0; i < (*list)->size(); ++i) {
-    const toml::table& table = *(*list)->get(i)->as_table();
-    Result<GpuSpec> g = ReadGpu(Entry(table, path, i), table);
-    if (!g.ok()) return g.error();
-    gpus.push_back(std::move(*g));
-  }
-  if (Status s = CheckUniqueNames(gpus, path); !s.ok()) return s.error();
-  return gpus;
+  return ParseEntries<GpuSpec>(text, path, "gpu", ReadGpu);
 }
 
 Result<Catalog> LoadCatalog(const TextFiles& files, const std::string& dir) {

@@ -147,7 +147,7 @@ TEST(AdviseE2e, TheNeedIsJudgedOnTheSimulatedServerAsWhyJudgesIt) {
   ASSERT_FALSE(verdict.is_discarded()) << why.out << why.err;
   EXPECT_EQ(server["verdict"], verdict["verdict"]);
   EXPECT_EQ(server["verdict"], "BUSY");
-  EXPECT_EQ(server["placement"], "not enough free");
+  EXPECT_EQ(server["placement"], "not_enough_free");
   EXPECT_EQ(advice["requests"]["basis"], "this server's GPUs");
   EXPECT_EQ(advice["requests"]["run"],
             "gpuwarden run --gpus 2 --vram " + need.substr(2) + " -- COMMAND");
