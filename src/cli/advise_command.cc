@@ -44,9 +44,7 @@ std::string CatalogDir() {
   if (const char* env = std::getenv("GPUWARDEN_CATALOG_DIR"); env != nullptr && env[0] != '\0') {
     return env;
   }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const std::string dir = ec ? std::string(".") : exe.parent_path().string();
+  const std::string dir = ExecutableDir();
   const std::string candidates[] = {dir + "/catalog", dir + "/../../share/gpuwarden/catalog",
                                     dir + "/../share/gpuwarden/catalog"};
   for (const std::string& c : candidates) {
@@ -127,9 +125,19 @@ Result<plan::Workload> ResolveWorkload(const AdviseArgs& args) {
   std::optional<plan::Precision> p = plan::PrecisionNamed(precision);
   if (!p) return MakeError("usage", "advise: unknown precision");
   w.precision = *p;
-  w.batch = args.batch;
+  if (w.task == plan::Task::kInfer && args.batch) {
+    return MakeError("usage",
+                     "--batch: inference serves --concurrency sequences at once; give "
+                     "that instead");
+  }
+  if (w.task != plan::Task::kInfer && args.concurrency) {
+    return MakeError("usage",
+                     "--concurrency: training runs --batch sequences per GPU a step; "
+                     "give that instead");
+  }
+  w.batch = args.batch.value_or(1);
   w.seq = args.seq;
-  w.concurrency = args.concurrency;
+  w.concurrency = args.concurrency.value_or(1);
   w.checkpointing = args.checkpointing;
   w.lora_rank = args.lora_rank;
   return w;
@@ -267,10 +275,11 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
   advise->add_option("--precision", args.precision, "Weights' precision (default bf16; qlora int4)")
       ->type_name("fp32|bf16|fp16|fp8|int8|int4")
       ->transform(OneOf({"fp32", "bf16", "fp16", "fp8", "int8", "int4"}));
-  advise->add_option("--batch", args.batch, "Sequences per GPU per step (training micro-batch)")
+  advise
+      ->add_option("--batch", args.batch,
+                   "Training: sequences per GPU a step, the micro-batch (default 1)")
       ->type_name("N")
-      ->check(WholeNumber(1, uint64_t{1} << 20))
-      ->capture_default_str();
+      ->check(WholeNumber(1, uint64_t{1} << 20));
   advise->add_option("--seq", args.seq, "Tokens per sequence (inference: prompt + output)")
       ->type_name("N")
       ->check(WholeNumber(1, uint64_t{1} << 24))
@@ -279,10 +288,11 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
       ->type_name("adamw|adamw-8bit|sgd|sgd-momentum")
       ->transform(OneOf({"adamw", "adamw-8bit", "sgd", "sgd-momentum"}))
       ->capture_default_str();
-  advise->add_option("--concurrency", args.concurrency, "Inference: sequences served at once")
+  advise
+      ->add_option("--concurrency", args.concurrency,
+                   "Inference: sequences served at once (default 1)")
       ->type_name("N")
-      ->check(WholeNumber(1, uint64_t{1} << 20))
-      ->capture_default_str();
+      ->check(WholeNumber(1, uint64_t{1} << 20));
   advise->add_flag("--checkpointing", args.checkpointing,
                    "Training: activation checkpointing (recompute in the backward pass)");
   advise

@@ -4,6 +4,7 @@
 #define GPUWARDEN_CLI_ADVISE_COMMAND_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,11 +17,11 @@ struct AdviseArgs {
   std::string model;   // A catalog name or the path of a config.json.
   std::string params;  // --params 7B: only the parameter count.
   std::string task = "infer";
-  std::string precision;  // "" = bf16 (int4 for qlora).
-  uint64_t batch = 1;
+  std::string precision;          // "" = bf16 (int4 for qlora).
+  std::optional<uint64_t> batch;  // Training only (default 1).
   uint64_t seq = 2048;
   std::string optimizer = "adamw";
-  uint64_t concurrency = 1;
+  std::optional<uint64_t> concurrency;  // Inference only (default 1).
   bool checkpointing = false;
   std::string attention = "flash";
   uint64_t lora_rank = 16;

@@ -264,6 +264,11 @@ TEST(AdviseE2e, BadInputIsOneLineWithItsExitCode) {
   ExpectOneLine(RunProcess(Gpuwarden({"advise", "gpt2", "--task", "train", "--precision", "int4"}),
                            Options()),
                 2, "--precision int4: full training needs fp32, bf16 or fp16");
+  ExpectOneLine(RunProcess(Gpuwarden({"advise", "gpt2", "--batch", "8"}), Options()), 2,
+                "--batch: inference serves --concurrency sequences at once");
+  ExpectOneLine(
+      RunProcess(Gpuwarden({"advise", "gpt2", "--task", "lora", "--concurrency", "8"}), Options()),
+      2, "--concurrency: training runs --batch sequences per GPU");
   ExpectOneLine(RunProcess(Gpuwarden({"advise", "gpt2", "--params", "7B"}), Options()), 2,
                 "--params: give a MODEL or --params, not both");
   ExpectOneLine(RunProcess(Gpuwarden({"advise", "--params", "many"}), Options()), 2,
