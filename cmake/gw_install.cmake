@@ -30,6 +30,10 @@ if(TARGET gw_nvml_sim)
           FILES_MATCHING PATTERN "*.json" PATTERN "README.md" PATTERN "expected" EXCLUDE)
 endif()
 
+# `gpuwarden advise`'s model and GPU catalogs, found from lib/gpuwarden.
+install(FILES ${PROJECT_SOURCE_DIR}/catalog/models.toml ${PROJECT_SOURCE_DIR}/catalog/gpus.toml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuwarden/catalog)
+
 set(gw_pkg ${PROJECT_SOURCE_DIR}/packaging)
 install(FILES ${gw_pkg}/man/gpuwarden.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${gw_pkg}/man/gpuwarden-config.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)

@@ -1,5 +1,7 @@
 #include "cli/cli_options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -135,6 +137,19 @@ CLI::Validator OneOf(std::vector<std::string> words) {
         return std::string();
       },
       "", "ONEOF");
+}
+
+CLI::Validator WholeNumber(uint64_t lo, uint64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& value) -> std::string {
+        const bool digits = !value.empty() && value.size() <= 19 &&
+                            value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoull(value) < lo || std::stoull(value) > hi) {
+          return fmt::format("\"{}\" is not a whole number from {} to {}", value, lo, hi);
+        }
+        return std::string();
+      },
+      "", "WHOLE");
 }
 
 const CLI::Validator& ProcessId() {

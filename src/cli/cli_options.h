@@ -13,6 +13,7 @@
 #define GPUWARDEN_CLI_CLI_OPTIONS_H_
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,6 +49,8 @@ const CLI::Validator& Since();
 CLI::Validator OneOf(std::vector<std::string> words);
 // A process id: a whole number above 0.
 const CLI::Validator& ProcessId();
+// A count (advise --batch, --seq, ...): a whole number in [lo, hi].
+CLI::Validator WholeNumber(uint64_t lo, uint64_t hi);
 
 // Every gpuwarden command, for the "did you mean" of an unknown one.
 // The nearest command to `name` (an edit or two away, or one it begins),

@@ -16,12 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ExecutableDir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
-
 Result<std::string> FindSimulatorLibrary() {
   if (const char* lib = std::getenv("GPUWARDEN_NVML_LIB"); lib != nullptr && lib[0] != '\0') {
     return std::string(lib);
@@ -60,6 +54,12 @@ Status CheckScenarioFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
 
 Result<collect::CollectOptions> ResolveCollectOptions(const GlobalOptions& options) {
   collect::CollectOptions out;

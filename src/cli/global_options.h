@@ -18,6 +18,10 @@ struct GlobalOptions {
   std::string dev_dir = "/dev";     // --dev-dir
 };
 
+// The directory of the running program (/proc/self/exe), "." when unknown:
+// where the build tree and the installed layout keep what it reads.
+std::string ExecutableDir();
+
 // Where NVML comes from: GPUWARDEN_NVML_LIB when set, else libnvidia-ml.so.1;
 // with --sim, the simulator built beside this binary (GPUWARDEN_NVML_LIB still
 // wins, so tests can pick a variant). --sim also validates the scenario file and

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "cli/advise_command.h"
 #include "cli/clean_command.h"
 #include "cli/cli_options.h"
 #include "cli/cluster_command.h"
@@ -241,6 +242,9 @@ int Main(int argc, char** argv) {
       ->check(gw::cli::Since());
   usage->add_flag("--json", usage_args.json, "Machine-readable output (schema: docs/protocol.md)");
 
+  gw::cli::AdviseArgs advise_args;
+  CLI::App* advise = gw::cli::AddAdviseSubcommand(app, advise_args);
+
   gw::cli::WatchArgs watch_args;
   CLI::App* watch = gw::cli::AddWatchSubcommand(app, watch_args);
 
@@ -276,6 +280,7 @@ int Main(int argc, char** argv) {
     return gw::cli::RunHealth(global, health_args, runner);
   }
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
+  if (advise->parsed()) return gw::cli::RunAdvise(global, advise_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
   if (cluster->parsed()) {

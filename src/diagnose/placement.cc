@@ -89,6 +89,7 @@ Placement PlaceNeed(const NeedRequest& need, std::span<const GpuRoom> rooms,
       out.outcome = PlacementOutcome::kNeverFits;
       break;
   }
+  out.core = p.outcome;
   out.gpus = p.gpus;
   out.free_total = p.room_total;
   out.gpus_with_room = p.gpus_with_room;

@@ -59,6 +59,7 @@ enum class PlacementOutcome {
 
 struct Placement {
   PlacementOutcome outcome = PlacementOutcome::kUnsatisfiable;
+  placement::Outcome core = placement::Outcome::kNotEnoughFree;  // The same, as the core says it.
   std::vector<unsigned> gpus;      // kFits: the GPUs chosen, most preferred first.
   uint64_t free_total = 0;         // Room (after the margin) of the usable GPUs together.
   unsigned gpus_with_room = 0;     // Usable GPUs with bytes_per_gpu of room.

@@ -100,6 +100,22 @@ std::vector<Refused> RefusedTable() {
       {Gpuwarden({"run", "--vram", "20x", "--", "true"}), "--vram", kSize},
       {Gpuwarden({"clean", "--min-vram", "lots"}), "--min-vram", kSize},
       {Daemon({"--margin", "abc"}), "--margin", kSize},
+      {Gpuwarden({"advise", "gpt2", "--task", "sing"}), "--task",
+       "is not one of train, finetune, lora, qlora or infer"},
+      {Gpuwarden({"advise", "gpt2", "--precision", "fp64"}), "--precision",
+       "is not one of fp32, bf16, fp16, fp8, int8 or int4"},
+      {Gpuwarden({"advise", "gpt2", "--optimizer", "adam"}), "--optimizer",
+       "is not one of adamw, adamw-8bit, sgd or sgd-momentum"},
+      {Gpuwarden({"advise", "gpt2", "--attention", "sparse"}), "--attention",
+       "is not one of flash or eager"},
+      {Gpuwarden({"advise", "gpt2", "--batch", "0"}), "--batch",
+       "\"0\" is not a whole number from 1 to 1048576"},
+      {Gpuwarden({"advise", "gpt2", "--seq", "2k"}), "--seq", "is not a whole number from 1 to"},
+      {Gpuwarden({"advise", "gpt2", "--concurrency", "-1"}), "--concurrency",
+       "is not a whole number from 1 to"},
+      {Gpuwarden({"advise", "gpt2", "--lora-rank", "0"}), "--lora-rank",
+       "is not a whole number from 1 to 65536"},
+      {Gpuwarden({"advise", "--params", "lots"}), "--params", "\"lots\" is not a parameter count"},
       {Daemon({"--metrics-process-min", "1q"}), "--metrics-process-min", kSize},
   };
 }
@@ -199,7 +215,7 @@ TEST(CliConventionsE2e, TheTableCoversEveryTimeAndSizeFlagOfEveryCommand) {
   // for a global option before the command).
   const std::vector<std::string> commands = {
       "status", "why", "health", "events", "clean",  "kill", "cluster", "history", "usage",
-      "watch",  "run", "queue",  "jobs",   "cancel", "hold", "release", "logs"};
+      "watch",  "run", "queue",  "jobs",   "cancel", "hold", "release", "logs",    "advise"};
   std::set<std::string> covered;
   for (const Refused& row : RefusedTable()) {
     std::string command = row.argv[0].ends_with("gpuwardend") ? "gpuwardend" : "";

@@ -52,7 +52,8 @@ for path in ./usr/bin/gpuwarden ./usr/bin/gpuwardend ./usr/lib/gpuwarden/gpuward
     ./lib/systemd/system/gpuwardend.service ./lib/systemd/system/gpuwardend-exporter.service \
     ./etc/gpuwarden/config.toml ./etc/default/gpuwardend \
     ./usr/share/gpuwarden/prometheus/gpuwarden.rules.yml \
-    ./usr/share/gpuwarden/grafana/gpuwarden.json ./usr/share/gpuwarden/scenarios/demo.json; do
+    ./usr/share/gpuwarden/grafana/gpuwarden.json ./usr/share/gpuwarden/scenarios/demo.json \
+    ./usr/share/gpuwarden/catalog/models.toml ./usr/share/gpuwarden/catalog/gpus.toml; do
   grep -qxF "$path" <<<"$contents" || fail "the package lacks $path"
 done
 conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
@@ -74,6 +75,11 @@ status=$?
 grep -q "SIMULATED server" <<<"$out" || fail "gpuwarden status: $out"
 grep -q "^GPU 0 " <<<"$out" || fail "gpuwarden status shows no GPU 0: $out"
 out=$(run gpuwarden --version 2>&1) || fail "gpuwarden --version: $out"
+# advise finds the installed catalog from /usr/lib/gpuwarden.
+out=$(run gpuwarden advise llama-3-8b --sim /usr/share/gpuwarden/scenarios/demo.json 2>&1) ||
+  fail "gpuwarden advise: $out"
+grep -q "h100-sxm" <<<"$out" || fail "gpuwarden advise shows no catalog GPU: $out"
+grep -q "^  need: " <<<"$out" || fail "gpuwarden advise did not judge the server: $out"
 out=$(run gpuwardend --help 2>&1) || fail "gpuwardend --help: $out"
 # The installed config file is valid: kill reads it (and refuses PID 1, protected).
 out=$(run gpuwarden kill --dry-run --sim /usr/share/gpuwarden/scenarios/demo.json 1 2>&1)
