@@ -47,7 +47,7 @@ WaitStats WaitsOf(const CapacityInput& in) {
   std::vector<double> waits;
   for (const JobRecord& j : in.jobs) {
     const bool started = j.start_s && *j.start_s < in.to_s;
-    if (started && *j.start_s < in.from_s) continue;  // Started before the window.
+    if (started && *j.start_s < in.from_s) continue;            // Started before the window.
     if (!started && j.end_s && *j.end_s < in.from_s) continue;  // Gave up before it.
     if (j.chose_to_wait) {
       ++w.chose_to_wait;
@@ -95,8 +95,7 @@ std::string Hours(double h) { return fmt::format("{:.1f} h", h); }
 std::string Percent(double share) { return fmt::format("{:.0f} %", share * 100); }
 
 void AddPowerSaving(const CapacityInput& in, const CapacityOptions& o,
-                    const std::vector<std::pair<double, double>>& held_samples,
-                    CapacityReport& r) {
+                    const std::vector<std::pair<double, double>>& held_samples, CapacityReport& r) {
   PowerSaving& p = r.power;
   p.applies = in.source == "slurm" && !in.node_gpus.empty();
   if (!p.applies) return;
@@ -134,9 +133,9 @@ void AddPowerSaving(const CapacityInput& in, const CapacityOptions& o,
     by_use.push_back({gpu_s.count(node) ? gpu_s.at(node) : 0.0, node});
     if (!busy.count(node)) p.idle_nodes.push_back(node);
   }
-  std::sort(by_use.begin(), by_use.end(),
-            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first
-                                                                          : a.second < b.second; });
+  std::sort(by_use.begin(), by_use.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   double carried = 0;
   for (const auto& [used, node] : by_use) {
     if (carried >= p.base_load_gpus - 1e-9) break;
@@ -147,12 +146,11 @@ void AddPowerSaving(const CapacityInput& in, const CapacityOptions& o,
 }
 
 void AddRecommendations(const CapacityInput& in, const CapacityOptions& o, double waiting_gpu_s,
-                        const std::map<std::string, double>& waited_by_type,
-                        CapacityReport& r) {
+                        const std::map<std::string, double>& waited_by_type, CapacityReport& r) {
   const double observed = r.observed_hours;
   const double sat_share = observed > 0 ? r.saturated_waiting_hours / observed : 0;
-  if (sat_share >= o.add_gpus_saturated_share && r.waits.p90_s &&
-      *r.waits.p90_s >= o.add_gpus_p90_wait_s) {
+  const std::optional<double> p90 = r.waits ? r.waits->p90_s : std::nullopt;
+  if (sat_share >= o.add_gpus_saturated_share && p90 && *p90 >= o.add_gpus_p90_wait_s) {
     const double mean_waiting = waiting_gpu_s / (r.saturated_waiting_hours * kHour);
     const double gpus = std::max(1.0, std::ceil(mean_waiting - 1e-9));
     std::string type;
@@ -178,12 +176,12 @@ void AddRecommendations(const CapacityInput& in, const CapacityOptions& o, doubl
         "add {:.0f} GPU{}{}: every GPU was held with jobs waiting for {} of {} ({}); the 90th "
         "percentile wait was {}, and {:.1f} GPUs were waited for on average then",
         gpus, gpus == 1 ? "" : "s", type.empty() ? "" : " (" + type + ")",
-        Hours(r.saturated_waiting_hours), Hours(observed), Percent(sat_share),
-        FormatDuration(*r.waits.p90_s), mean_waiting);
+        Hours(r.saturated_waiting_hours), Hours(observed), Percent(sat_share), FormatDuration(*p90),
+        mean_waiting);
     rec.figures = {{"gpus", gpus},
                    {"saturated_waiting_hours", r.saturated_waiting_hours},
                    {"saturated_waiting_share", sat_share},
-                   {"p90_wait_s", *r.waits.p90_s},
+                   {"p90_wait_s", *p90},
                    {"mean_waiting_gpus", mean_waiting}};
     if (!type.empty()) rec.details["gpu_type"] = type;
     r.recommendations.push_back(std::move(rec));
@@ -301,7 +299,7 @@ CapacityReport AnalyzeCapacity(const CapacityInput& in, const CapacityOptions& o
   r.source = in.source;
   r.from_s = in.from_s;
   r.to_s = in.to_s;
-  r.waits = WaitsOf(in);
+  if (in.jobs_known) r.waits = WaitsOf(in);
 
   const std::vector<Waiting> waiting = WaitingIntervals(in);
   // Every moment a figure changes: spans, waits, and local hours.

@@ -63,6 +63,7 @@ struct CapacityInput {
   int64_t to_s = 0;
   std::vector<Span> spans;  // By time, not overlapping, within [from_s, to_s).
   std::vector<JobRecord> jobs;
+  bool jobs_known = true;  // False: no job records (gpuwardend runs without its queue).
   // GPU-seconds held idle per user; empty with idle_known false: unknown.
   std::map<std::string, double> idle_gpu_s_by_user;
   std::map<std::string, double> gpu_s_by_user;
@@ -75,16 +76,16 @@ struct CapacityInput {
 
 // The marks the judgement uses (docs/capacity.md states each).
 struct CapacityOptions {
-  double peak_held_fraction = 0.8;      // An hour of day is a peak hour at this share held.
-  double off_peak_held_fraction = 0.5;  // ... and off-peak at or below this.
+  double peak_held_fraction = 0.8;         // An hour of day is a peak hour at this share held.
+  double off_peak_held_fraction = 0.5;     // ... and off-peak at or below this.
   double add_gpus_saturated_share = 0.05;  // Saturated with jobs waiting this share of the time,
   double add_gpus_p90_wait_s = 600;        // and the 90th percentile wait at least this: buy.
-  double reclaim_idle_share = 0.05;     // Idle-held GPU-hours over held GPU-hours, to reclaim,
-  double reclaim_idle_min_gpu_h = 1;    // and at least this many idle GPU-hours.
-  double small_job_vram_fraction = 0.5;  // A one-GPU job that peaked at most at this is small;
-  double small_job_share = 0.3;          // this share of the jobs with a known peak,
-  size_t small_job_min_count = 3;        // and at least this many: share GPUs (MIG/MPS).
-  double memory_bound_share = 0.1;  // Memory-bound GPU-hours over held ones: quantize.
+  double reclaim_idle_share = 0.05;        // Idle-held GPU-hours over held GPU-hours, to reclaim,
+  double reclaim_idle_min_gpu_h = 1;       // and at least this many idle GPU-hours.
+  double small_job_vram_fraction = 0.5;    // A one-GPU job that peaked at most at this is small;
+  double small_job_share = 0.3;            // this share of the jobs with a known peak,
+  size_t small_job_min_count = 3;          // and at least this many: share GPUs (MIG/MPS).
+  double memory_bound_share = 0.1;         // Memory-bound GPU-hours over held ones: quantize.
   // Power saving (Slurm): the always-on nodes carry the GPUs held at least
   // this share of the time; SuspendTime is the median idle gap between two
   // jobs on a node, within [min, max].
@@ -134,7 +135,7 @@ struct PowerSaving {
   std::optional<int64_t> suspend_time_s;
   size_t idle_gaps = 0;  // Idle gaps between jobs seen on the nodes.
   std::optional<double> median_idle_gap_s;
-  double base_load_gpus = 0;              // GPUs held at least base_load_time_share of the time.
+  double base_load_gpus = 0;               // GPUs held at least base_load_time_share of the time.
   std::vector<std::string> exclude_nodes;  // SuspendExcNodes: the busiest nodes carrying it.
   std::vector<std::string> idle_nodes;     // Nodes that ran no job in the window.
 };
@@ -152,7 +153,7 @@ struct CapacityReport {
   double unheld_gpu_hours = 0;         // Capacity nobody held.
   double saturated_hours = 0;          // Every GPU held.
   double saturated_waiting_hours = 0;  // ... and a job waited.
-  WaitStats waits;
+  std::optional<WaitStats> waits;      // nullopt: the source has no job records.
   std::array<HourOfDay, 24> hours{};
   std::vector<int> peak_hours;  // Local hours of day, ascending.
   // The longest run of off-peak hours, [start, end) in local hours (end may

@@ -110,10 +110,9 @@ Result<std::vector<SacctJob>> ReadSacct(os::CommandRunner& runner, int64_t since
   slurm::ReaderOptions o;
   o.timeout_ms = timeout_ms;
   o.env["SLURM_TIME_FORMAT"] = "%s";
-  const std::vector<std::string> argv = {"sacct", "-a", "-X", "-n", "-P",
-                                         "-S",    "now-" + std::to_string(since_s),
-                                         "-E",    "now",
-                                         "-o",    kSacctFields};
+  const std::vector<std::string> argv = {
+      "sacct", "-a",  "-X", "-n",        "-P", "-S", "now-" + std::to_string(since_s),
+      "-E",    "now", "-o", kSacctFields};
   Result<std::string> out = slurm::OutputOf(runner, argv, "sacct", o);
   if (!out.ok()) return out.error();
   return ParseSacct(*out);
@@ -231,8 +230,8 @@ Result<std::vector<JobRecord>> JobsFromQueueJson(const json& jobs, double gpu_me
     }
     if (!j.contains("gpus") || !j["gpus"].is_number_unsigned()) return bad("gpus");
     r.gpus = j["gpus"].get<double>();
-    if (j.contains("peak_vram_bytes") && j["peak_vram_bytes"].is_number() &&
-        gpu_memory_bytes > 0 && r.gpus > 0) {
+    if (j.contains("peak_vram_bytes") && j["peak_vram_bytes"].is_number() && gpu_memory_bytes > 0 &&
+        r.gpus > 0) {
       r.peak_vram_fraction = j["peak_vram_bytes"].get<double>() / (gpu_memory_bytes * r.gpus);
     }
     const bool windowed = j.contains("window") && j["window"].is_string();

@@ -44,10 +44,10 @@ struct SacctJob {
   std::optional<int64_t> eligible_s;  // "Unknown" while held.
   std::optional<int64_t> start_s;
   std::optional<int64_t> end_s;
-  std::string state;  // "COMPLETED", "PENDING", "CANCELLED by 0", ...
+  std::string state;                  // "COMPLETED", "PENDING", "CANCELLED by 0", ...
   std::optional<int64_t> alloc_gpus;  // gres/gpu in AllocTRES; nullopt: none allocated.
   std::optional<int64_t> req_gpus;
-  std::string gpu_type;  // From a typed "gres/gpu:TYPE=N" when accounting keeps one.
+  std::string gpu_type;   // From a typed "gres/gpu:TYPE=N" when accounting keeps one.
   std::string node_list;  // Hostlist; "None assigned" while pending.
 };
 
@@ -56,8 +56,7 @@ Result<std::vector<SacctJob>> ParseSacct(std::string_view text);
 
 // Runs `sacct -a -X -n -P -S now-<seconds> -E now -o <fields>` through
 // `runner` (its errors as slurm::OutputOf's, then ParseSacct's).
-Result<std::vector<SacctJob>> ReadSacct(os::CommandRunner& runner, int64_t since_s,
-                                        int timeout_ms);
+Result<std::vector<SacctJob>> ReadSacct(os::CommandRunner& runner, int64_t since_s, int timeout_ms);
 
 // The input from Slurm: `jobs` over [from_s, to_s), the fleet from `sinfo`.
 // Jobs without GPUs are left out. Errors: "malformed" for a NodeList that is

@@ -48,8 +48,7 @@ TEST(CapacitySourcesTest, SacctLinesAreRead) {
 
   Result<std::vector<SacctJob>> short_line = ParseSacct("1|alice|gpu\n");
   ASSERT_FALSE(short_line.ok());
-  EXPECT_EQ(short_line.error().message,
-            "sacct line 1: expected 11 fields separated by '|', got 3");
+  EXPECT_EQ(short_line.error().message, "sacct line 1: expected 11 fields separated by '|', got 3");
   Result<std::vector<SacctJob>> bad_time =
       ParseSacct("1|a|gpu|2025-01-01T00:00:00|0|0|0|COMPLETED|||n1\n");
   ASSERT_FALSE(bad_time.ok());
@@ -79,13 +78,13 @@ TEST(CapacitySourcesTest, SlurmAccountingGivesTheFiguresComputedByHand) {
   EXPECT_FALSE(r.idle_held_gpu_hours) << "sacct does not know GPU utilisation";
   EXPECT_FALSE(r.memory_bound_gpu_hours);
   EXPECT_DOUBLE_EQ(r.saturated_hours, 0);
-  EXPECT_EQ(r.waits.started, 5u);
-  EXPECT_EQ(r.waits.p50_s, 100);
-  EXPECT_EQ(r.waits.p90_s, 1050);
-  EXPECT_EQ(r.waits.still_waiting, 1u);
-  EXPECT_EQ(r.waits.longest_waiting_s, 9700);
-  EXPECT_EQ(r.waits.chose_to_wait, 1u);
-  EXPECT_EQ(r.waits.gave_up, 1u);
+  EXPECT_EQ(r.waits->started, 5u);
+  EXPECT_EQ(r.waits->p50_s, 100);
+  EXPECT_EQ(r.waits->p90_s, 1050);
+  EXPECT_EQ(r.waits->still_waiting, 1u);
+  EXPECT_EQ(r.waits->longest_waiting_s, 9700);
+  EXPECT_EQ(r.waits->chose_to_wait, 1u);
+  EXPECT_EQ(r.waits->gave_up, 1u);
   // Hour 0: (100 + 300 + 9500 + 300 + 1400) / (6 x 3600) held.
   EXPECT_DOUBLE_EQ(*r.hours[0].held_fraction, 11600.0 / 21600);
   EXPECT_DOUBLE_EQ(*r.hours[2].held_fraction, 1.0 / 6);
@@ -162,7 +161,8 @@ TEST(CapacitySourcesTest, QueueJobsGiveWaitsAndPeaks) {
   EXPECT_FALSE((*r)[0].chose_to_wait);
   EXPECT_TRUE((*r)[1].chose_to_wait);
   EXPECT_FALSE((*r)[1].start_s);
-  Result<std::vector<JobRecord>> bad = JobsFromQueueJson(nlohmann::json::parse(R"([{"id": 1}])"), 0);
+  Result<std::vector<JobRecord>> bad =
+      JobsFromQueueJson(nlohmann::json::parse(R"([{"id": 1}])"), 0);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "jobs: submit_unix_ms missing or of the wrong type");
 }

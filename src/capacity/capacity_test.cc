@@ -75,11 +75,10 @@ CapacityInput ADay() {
       points.push_back(Hour(h, {{"bob", 2, 0, 0, 0}}, /*bound=*/2));
     }
   }
-  std::vector<JobRecord> jobs = {Job("j1", 9 * kH, 11 * kH, 2, 0.9),
-                                 Job("j2", 10 * kH, 10 * kH + 600, 1, 0.2),
-                                 Job("j3", 12 * kH, 12 * kH + 60, 1, 0.3),
-                                 Job("j4", 20 * kH, 20 * kH + 30, 1, 0.4),
-                                 Job("j5", 23 * kH, std::nullopt, 1)};
+  std::vector<JobRecord> jobs = {
+      Job("j1", 9 * kH, 11 * kH, 2, 0.9), Job("j2", 10 * kH, 10 * kH + 600, 1, 0.2),
+      Job("j3", 12 * kH, 12 * kH + 60, 1, 0.3), Job("j4", 20 * kH, 20 * kH + 30, 1, 0.4),
+      Job("j5", 23 * kH, std::nullopt, 1)};
   JobRecord windowed = Job("j6", 1 * kH, 3 * kH, 1);
   windowed.chose_to_wait = true;
   jobs.push_back(windowed);
@@ -104,16 +103,16 @@ TEST(CapacityTest, ADayOfHistoryGivesTheFiguresComputedByHand) {
   EXPECT_DOUBLE_EQ(r.saturated_hours, 10);
   EXPECT_DOUBLE_EQ(r.saturated_waiting_hours, 7260.0 / 3600);
 
-  EXPECT_EQ(r.waits.started, 4u);
-  EXPECT_EQ(r.waits.p50_s, 60);
-  EXPECT_EQ(r.waits.p90_s, 7200);
-  EXPECT_EQ(r.waits.p99_s, 7200);
-  EXPECT_EQ(r.waits.max_s, 7200);
-  EXPECT_EQ(r.waits.mean_s, 1972.5);
-  EXPECT_EQ(r.waits.still_waiting, 1u);
-  EXPECT_EQ(r.waits.longest_waiting_s, 3600);
-  EXPECT_EQ(r.waits.chose_to_wait, 1u);
-  EXPECT_EQ(r.waits.gave_up, 1u);
+  EXPECT_EQ(r.waits->started, 4u);
+  EXPECT_EQ(r.waits->p50_s, 60);
+  EXPECT_EQ(r.waits->p90_s, 7200);
+  EXPECT_EQ(r.waits->p99_s, 7200);
+  EXPECT_EQ(r.waits->max_s, 7200);
+  EXPECT_EQ(r.waits->mean_s, 1972.5);
+  EXPECT_EQ(r.waits->still_waiting, 1u);
+  EXPECT_EQ(r.waits->longest_waiting_s, 3600);
+  EXPECT_EQ(r.waits->chose_to_wait, 1u);
+  EXPECT_EQ(r.waits->gave_up, 1u);
 
   EXPECT_EQ(r.peak_hours, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15, 16, 17}));
   ASSERT_TRUE(r.off_peak);
@@ -165,7 +164,7 @@ TEST(CapacityTest, AQuietDayRecommendsNothing) {
   EXPECT_TRUE(r.peak_hours.empty());
   EXPECT_FALSE(r.off_peak) << "every hour is off-peak: no window to move work into";
   EXPECT_TRUE(r.recommendations.empty());
-  EXPECT_EQ(r.waits.p50_s, 10);
+  EXPECT_EQ(r.waits->p50_s, 10);
 }
 
 TEST(CapacityTest, HoursOfDayAreLocalAndGapsAreNotCountedAsIdle) {
