@@ -134,18 +134,16 @@ std::string RenderCapacityText(const CapacityReport& r) {
   const char* unknown = r.source == "slurm"
                             ? "unknown (Slurm's accounting does not record GPU utilisation)"
                             : "unknown (readings missing)";
-  out += "  held idle     " +
-         (r.idle_held_gpu_hours
-              ? fmt::format("{:.1f} GPU-hours ({} of those held)", *r.idle_held_gpu_hours,
-                            Share(*r.idle_held_gpu_hours, r.held_gpu_hours))
-              : std::string(unknown)) +
-         "\n";
-  out += "  memory-bound  " +
-         (r.memory_bound_gpu_hours
-              ? fmt::format("{:.1f} GPU-hours ({} of those held)", *r.memory_bound_gpu_hours,
-                            Share(*r.memory_bound_gpu_hours, r.held_gpu_hours))
-              : std::string(unknown)) +
-         "\n";
+  // A part of the GPU-hours held, or why it is unknown.
+  auto part_of_held = [&](const char* label, const std::optional<double>& gpu_hours) {
+    out += label;
+    out += gpu_hours ? fmt::format("{:.1f} GPU-hours ({} of those held)", *gpu_hours,
+                                   Share(*gpu_hours, r.held_gpu_hours))
+                     : std::string(unknown);
+    out += "\n";
+  };
+  part_of_held("  held idle     ", r.idle_held_gpu_hours);
+  part_of_held("  memory-bound  ", r.memory_bound_gpu_hours);
   out += fmt::format("  saturated     {:.1f} h every GPU held, {:.1f} h of it with jobs waiting\n",
                      r.saturated_hours, r.saturated_waiting_hours);
 
