@@ -1010,8 +1010,13 @@ std::map<int64_t, Accounted> AccountedJobs(const SlurmCluster& cluster,
 // lines, summed second by second here.
 TEST_F(SlurmE2eTest, CapacityFromSacctCountsWaitsHeldAndSaturatedTime) {
   GW_REQUIRE_SLURM_CLUSTER(cluster);
-  // The window starts after every earlier test's job has ended.
-  const int64_t begin = static_cast<int64_t>(std::time(nullptr));
+  // The window starts a second after every earlier test's job has ended
+  // (what ended or started in the second the last test stopped is behind
+  // it), and this test's jobs are submitted a second later still: capacity,
+  // asked up to a second later than the test measures --since, starts at
+  // most a second later.
+  const int64_t stopped = static_cast<int64_t>(std::time(nullptr));
+  const int64_t begin = stopped + 1;
   ASSERT_TRUE(WaitUntil([&] { return std::time(nullptr) > begin; }, 5, 0.05));
   std::string error;
   std::vector<int64_t> ids;
