@@ -20,7 +20,7 @@ if(CMAKE_INSTALL_LIBDIR MATCHES "^lib/")
 endif()
 
 install(TARGETS gpuwarden gpuwardend RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS gpuwarden-tools gpuwarden-supervise RUNTIME DESTINATION ${GW_LIBEXEC_DIR})
+install(TARGETS gpuwarden-tools gpuwarden-supervise gpuwarden-power RUNTIME DESTINATION ${GW_LIBEXEC_DIR})
 # The simulated server (`gpuwarden --sim FILE`, docs/scenarios.md): the
 # library in a folder of its own, found only by --sim and GPUWARDEN_NVML_LIB.
 if(TARGET gw_nvml_sim)
@@ -49,6 +49,10 @@ install(FILES ${gw_pkg}/systemd/gpuwardend.service ${gw_pkg}/systemd/gpuwardend-
 # Conffiles of the package: /etc/gpuwarden/config.toml, /etc/default/gpuwardend.
 install(FILES ${gw_pkg}/config.toml DESTINATION ${GW_SYSCONF_DIR}/gpuwarden)
 install(FILES ${gw_pkg}/default/gpuwardend DESTINATION ${GW_SYSCONF_DIR}/default)
+# Slurm's ResumeProgram and SuspendProgram for cloud nodes, templates a site
+# fills in (conffiles; docs/capacity.md); they exec lib/gpuwarden/gpuwarden-power.
+install(PROGRAMS ${gw_pkg}/slurm/resume ${gw_pkg}/slurm/suspend
+        DESTINATION ${GW_SYSCONF_DIR}/gpuwarden/slurm)
 install(FILES ${gw_pkg}/prometheus/gpuwarden.rules.yml ${gw_pkg}/prometheus/gpuwarden.rules.test.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuwarden/prometheus)
 install(FILES ${gw_pkg}/grafana/gpuwarden.json DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuwarden/grafana)

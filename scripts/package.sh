@@ -26,7 +26,7 @@ if grep -q '^GW_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
   exit 1
 fi
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" \
-  --target gpuwarden gpuwardend gpuwarden-supervise gw_nvml_sim >/dev/null
+  --target gpuwarden gpuwardend gpuwarden-supervise gpuwarden-power gw_nvml_sim >/dev/null
 
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 arch=$(dpkg --print-architecture)

@@ -8,7 +8,7 @@ _gpuwarden() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
-  local commands="status why health events clean kill cluster history usage advise watch run queue jobs cancel hold release logs"
+  local commands="status why health events clean kill cluster history usage capacity advise watch run queue jobs cancel hold release logs"
   local global="--sim --timeout --color --proc-root --dev-dir --socket --help --version"
   case $prev in
     --sim|--from|--kernel-log|--audit-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -39,6 +39,7 @@ _gpuwarden() {
     history) opts="--since --gpu --csv --json --help" ;;
     usage) opts="--since --json --help" ;;
     advise) opts="--params --task --precision --batch --seq --optimizer --concurrency --checkpointing --attention --lora-rank --offline --json --help" ;;
+    capacity) opts="--since --slurm --slurm-timeout --json --help" ;;
     watch) opts="-n --interval --readonly --history --signal --grace --settle --protect --audit-log --help" ;;
     run) opts="--gpus --vram --max-util --priority --window --after --nvlink --name --time-limit --preemptible --wait --detach --slurm --slurm-timeout --help" ;;
     queue) opts="--json --slurm --slurm-timeout --help" ;;

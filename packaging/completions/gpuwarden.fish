@@ -1,6 +1,6 @@
 # fish completion for gpuwarden and gpuwardend (installed in /usr/share/fish/vendor_completions.d).
 # tests/package/man_completions_test.sh checks that it offers every command of gpuwarden --help.
-set -l gw_commands status why health events clean kill cluster history usage advise watch run queue jobs cancel hold release logs
+set -l gw_commands status why health events clean kill cluster history usage capacity advise watch run queue jobs cancel hold release logs
 complete -c gpuwarden -f
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a status -d 'Every GPU and every process that holds one, right now'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a why -d 'Why the server is busy: a verdict per server and GPU, with evidence and next steps'
@@ -11,6 +11,7 @@ complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a kill 
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a cluster -d 'A Slurm cluster\'s GPUs per node: total, allocated, free; who holds them; the jobs that wait and Slur'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a history -d 'What gpuwardend remembers: each GPU\'s utilisation and memory over time'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a usage -d 'Per user: GPU-hours, memory-hours, how much of it sat idle, and jobs started'
+complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a capacity -d 'Saturation, queue waits, idle-held GPU-hours and peak hours, with what to do about them'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a advise -d 'What a job needs in GPU memory, which GPUs fit it, and whether it fits here now (docs/advise.md)'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a watch -d 'A live view: GPUs now and over the last minutes, who holds them, the verdict, the queue; stop a proc'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a run -d 'Queue a command until GPUs with enough free VRAM exist, then run it (docs/queue.md)'
@@ -105,6 +106,10 @@ complete -c gpuwarden -n '__fish_seen_subcommand_from advise' -l attention -r -a
 complete -c gpuwarden -n '__fish_seen_subcommand_from advise' -l lora-rank -r -d 'lora, qlora: the adapters\' rank'
 complete -c gpuwarden -n '__fish_seen_subcommand_from advise' -l offline -d 'Do not look at this server\'s GPUs'
 complete -c gpuwarden -n '__fish_seen_subcommand_from advise' -l json -d 'Machine-readable output (schema: docs/json.md)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from capacity' -l since -r -d 'Over how long'
+complete -c gpuwarden -n '__fish_seen_subcommand_from capacity' -l slurm -d 'From Slurm\'s accounting (sacct) and sinfo instead of gpuwardend'
+complete -c gpuwarden -n '__fish_seen_subcommand_from capacity' -l slurm-timeout -r -d 'Deadline for each Slurm command (sinfo, sacct)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from capacity' -l json -d 'Machine-readable output (schema: docs/json.md)'
 complete -c gpuwarden -n '__fish_seen_subcommand_from watch' -s n -l interval -r -d 'Time between two looks (e.g. 2s, 0.5)'
 complete -c gpuwarden -n '__fish_seen_subcommand_from watch' -l readonly -d 'Turn every action off'
 complete -c gpuwarden -n '__fish_seen_subcommand_from watch' -l history -r -d 'How long the graphs remember, e.g. 30m'

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/advise_command.h"
+#include "cli/capacity_command.h"
 #include "cli/clean_command.h"
 #include "cli/cli_options.h"
 #include "cli/cluster_command.h"
@@ -242,6 +243,30 @@ int Main(int argc, char** argv) {
       ->check(gw::cli::Since());
   usage->add_flag("--json", usage_args.json, "Machine-readable output (schema: docs/protocol.md)");
 
+  gw::cli::CapacityArgs capacity_args;
+  CLI::App* capacity = app.add_subcommand(
+      "capacity",
+      "Saturation, queue waits, idle-held GPU-hours and peak hours over a window, with what to "
+      "do about them: add GPUs, reclaim, move work off-peak, share, quantize (docs/capacity.md)");
+  capacity
+      ->add_option("--since", capacity_args.since,
+                   "Over how long (gpuwardend keeps 90 days; Slurm's accounting what it keeps)")
+      ->type_name("DURATION")
+      ->capture_default_str()
+      ->check(gw::cli::NonEmpty())
+      ->check(gw::cli::Since());
+  capacity->add_flag("--slurm", capacity_args.slurm,
+                     "From Slurm's accounting (sacct) and sinfo instead of gpuwardend, with "
+                     "power-saving settings for slurm.conf");
+  capacity
+      ->add_option("--slurm-timeout", capacity_args.slurm_timeout_s,
+                   "Deadline for each Slurm command (sinfo, sacct)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.1, 600.0))
+      ->capture_default_str();
+  capacity->add_flag("--json", capacity_args.json,
+                     "Machine-readable output (schema: docs/json.md)");
+
   gw::cli::AdviseArgs advise_args;
   CLI::App* advise = gw::cli::AddAdviseSubcommand(app, advise_args);
 
@@ -295,6 +320,11 @@ int Main(int argc, char** argv) {
   if (usage->parsed()) {
     usage_args.socket = socket;
     return gw::cli::RunUsage(usage_args);
+  }
+  if (capacity->parsed()) {
+    capacity_args.socket = socket;
+    gw::os::RealCommandRunner runner;
+    return gw::cli::RunCapacity(capacity_args, runner);
   }
   if (watch->parsed()) return gw::cli::RunWatch(global, watch_args);
   if (gw::cli::WantsSlurm(queue)) {

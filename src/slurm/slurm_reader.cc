@@ -10,6 +10,7 @@ Result<std::string> OutputOf(os::CommandRunner& runner, const std::vector<std::s
                              const std::string& label, const ReaderOptions& options) {
   os::CommandOptions o;
   o.timeout_ms = options.timeout_ms;
+  o.env = options.env;
   Result<os::CommandOutput> r = runner.Run(argv, o);
   if (!r.ok()) {
     if (r.error().code == "not_found") {

@@ -5,9 +5,9 @@
 #ifndef GPUWARDEN_SLURM_SLURM_READER_H_
 #define GPUWARDEN_SLURM_SLURM_READER_H_
 
-#include <string>
-
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -29,6 +29,9 @@ struct ReaderOptions {
   std::string squeue = "squeue";
   std::string sprio = "sprio";
   std::string scontrol = "scontrol";
+  // Set in (or, nullopt, removed from) each client's environment:
+  // SLURM_TIME_FORMAT for sacct's times.
+  std::map<std::string, std::optional<std::string>> env;
 };
 
 // What explaining the waits needs besides the two documents. Each is read

@@ -87,6 +87,8 @@ std::vector<Refused> RefusedTable() {
       {Gpuwarden({"events", "--since", "yesterday"}), "--since", kDuration},
       {Gpuwarden({"history", "--since", "abc"}), "--since", kDuration},
       {Gpuwarden({"usage", "--since", "forever"}), "--since", kDuration},
+      {Gpuwarden({"capacity", "--since", "lately"}), "--since", kDuration},
+      {Gpuwarden({"capacity", "--slurm", "--slurm-timeout", "z"}), "--slurm-timeout", kDuration},
       {Gpuwarden({"why", "--now", "--no-kernel-log", "--idle-for", "1y", "--sim", Scenario()}),
        "--idle-for", kDuration},
       {Gpuwarden({"cancel", "--slurm", "--slurm-timeout", "z", "1"}), "--slurm-timeout", kDuration},
@@ -152,6 +154,8 @@ TEST(CliConventionsE2e, EveryTimeFlagTakesSecondsMinutesHoursAndDays) {
       Gpuwarden({"clean", "--window", "0.1s", "--dry-run", "--sim", s}),
       Gpuwarden({"run", "--time-limit", "90m", "--", "true"}),
       Gpuwarden({"run", "--time-limit", "3600", "--", "true"}),
+      Gpuwarden({"capacity", "--since", "1w"}),
+      Gpuwarden({"capacity", "--since", "2d 4h", "--slurm", "--slurm-timeout", "0.5"}),
   };
   for (const auto& argv : table) {
     std::string cmd;
@@ -213,9 +217,10 @@ TEST(CliConventionsE2e, KillingAProcessThatDoesNotExistIsAnError) {
 TEST(CliConventionsE2e, TheTableCoversEveryTimeAndSizeFlagOfEveryCommand) {
   // "COMMAND FLAG" for each row ("gpuwardend FLAG" for the daemon's, " FLAG"
   // for a global option before the command).
-  const std::vector<std::string> commands = {
-      "status", "why", "health", "events", "clean",  "kill", "cluster", "history", "usage",
-      "watch",  "run", "queue",  "jobs",   "cancel", "hold", "release", "logs",    "advise"};
+  const std::vector<std::string> commands = {"status", "why",     "health",  "events", "clean",
+                                             "kill",   "cluster", "history", "usage",  "capacity",
+                                             "advise", "watch",   "run",     "queue",  "jobs",
+                                             "cancel", "hold",    "release", "logs"};
   std::set<std::string> covered;
   for (const Refused& row : RefusedTable()) {
     std::string command = row.argv[0].ends_with("gpuwardend") ? "gpuwardend" : "";

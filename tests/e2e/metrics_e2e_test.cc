@@ -432,6 +432,31 @@ TEST_F(MetricsE2e, HistoryAndUsageFromTheDaemon) {
       by_user["root"]["vram_gib_hours"].get<double>() / by_user["root"]["gpu_hours"].get<double>(),
       30 + 10.0 / 1024, 0.01);
   EXPECT_TRUE(by_user["root"]["jobs_started"].is_null());  // No queue: unknown, not 0.
+
+  // capacity over the same history: the GPU-hours held are the users' (each
+  // holds GPUs of their own here), so they lie between usage's sums before
+  // and after it; no queue, so no waits.
+  auto users_gpu_hours = [](const RunResult& r) {
+    double sum = 0;
+    const json doc = json::parse(r.out);
+    for (const json& x : doc["users"]) sum += x["gpu_hours"].get<double>();
+    return sum;
+  };
+  const RunResult capacity =
+      RunProcess(Gpuwarden({"--socket", fleet->socket(), "capacity", "--since", "1h", "--json"}));
+  ASSERT_EQ(capacity.exit_code, 0) << capacity.err;
+  const RunResult after =
+      RunProcess(Gpuwarden({"--socket", fleet->socket(), "usage", "--since", "1h", "--json"}));
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  const json c = json::parse(capacity.out);
+  EXPECT_EQ(c["source"], "history");
+  EXPECT_GE(c["capacity_gpus"].get<double>(), 1);
+  EXPECT_GE(c["held_gpu_hours"].get<double>(), users_gpu_hours(usage) - 1e-9) << capacity.out;
+  EXPECT_LE(c["held_gpu_hours"].get<double>(), users_gpu_hours(after) + 1e-9) << after.out;
+  EXPECT_GT(c["held_gpu_hours"].get<double>(), 0);
+  EXPECT_TRUE(c["idle_held_gpu_hours"].is_number()) << capacity.out;
+  EXPECT_TRUE(c["waits"].is_null()) << "no queue: waits unknown, not none";
+  EXPECT_TRUE(c["power_saving"].is_null());
   // The queue's commands say there is none.
   const RunResult queue = RunProcess(Gpuwarden({"--socket", fleet->socket(), "queue"}));
   EXPECT_EQ(queue.exit_code, 16);

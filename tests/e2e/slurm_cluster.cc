@@ -31,7 +31,8 @@ constexpr char kSbin[] = "/usr/sbin/";
 constexpr char kBin[] = "/usr/bin/";
 const char* const kDaemons[] = {"munged", "slurmctld", "slurmd", "slurmdbd", "mariadbd"};
 const char* const kClients[] = {"munge",    "sinfo",    "squeue", "sbatch",  "scancel",
-                                "scontrol", "sacctmgr", "sprio",  "mariadb", "mariadb-install-db"};
+                                "scontrol", "sacctmgr", "sprio",  "mariadb", "mariadb-install-db",
+                                "sacct"};
 
 // Daemons get this long to register; the first start on a cold cache is the
 // slowest (about 1-3 s when warm).
@@ -142,7 +143,7 @@ std::vector<pid_t> PidsWithEnvironment(const std::string& entry) {
 }  // namespace
 
 std::vector<SlurmNodeSpec> DefaultSlurmNodes() {
-  return {{"n1", "a100", 2, 4}, {"n2", "a100", 2, 4}, {"n3", "l40s", 2, 4}};
+  return {{"n1", "a100", 2, 4}, {"n2", "a100", 2, 4}, {"n3", "l40s", 2, 4}, {"n4", "", 0, 2, true}};
 }
 
 std::optional<std::string> SlurmUnavailableReason() {
@@ -334,13 +335,28 @@ bool SlurmCluster::Launch(std::string* error) {
        // resources of; they are requeued (BeginTime, restart_cnt 1).
        << "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n";
   std::string node_names;
+  std::string cloud_names;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const SlurmNodeSpec& n = nodes_[i];
     conf << "NodeName=" << n.name << " NodeHostname=" << host
          << " NodeAddr=127.0.0.1 Port=" << node_ports[i] << " CPUs=" << n.cpus;
     if (n.gpus > 0) conf << " Gres=gpu:" << n.gpu_type << ":" << n.gpus;
-    conf << " State=UNKNOWN\n";
-    node_names += (node_names.empty() ? "" : ",") + n.name;
+    conf << (n.cloud ? " State=CLOUD\n" : " State=UNKNOWN\n");
+    std::string& names = n.cloud ? cloud_names : node_names;
+    names += (names.empty() ? "" : ",") + n.name;
+  }
+  if (!cloud_names.empty()) {
+    // Power saving for the cloud nodes only, with the short times of a test
+    // (docs/capacity.md gives a site's).
+    if (!WritePowerPrograms(error)) return false;
+    // PrivateData=cloud: Slurm lists cloud nodes while powered down, too.
+    // The power-saving thread looks every second, not every 10.
+    conf << "PrivateData=cloud\n"
+         << "SlurmctldParameters=power_save_interval=1,power_save_min_interval=0\n";
+    conf << "SuspendProgram=" << d << "/power/suspend\nResumeProgram=" << d << "/power/resume\n"
+         << "SuspendTime=" << kCloudSuspendTimeS << "\nSuspendTimeout=3\nResumeTimeout=30\n"
+         << "SuspendExcNodes=" << node_names << "\n"
+         << "PartitionName=cloud Nodes=" << cloud_names << " MaxTime=INFINITE State=UP\n";
   }
   conf << "PartitionName=gpu Nodes=" << node_names
        << " Default=YES MaxTime=INFINITE State=UP PriorityTier=1\n"
@@ -362,6 +378,7 @@ bool SlurmCluster::Launch(std::string* error) {
     return false;
   }
   for (const SlurmNodeSpec& n : nodes_) {
+    if (n.cloud) continue;  // Its ResumeProgram starts it.
     if (!StartDaemon("slurmd-" + n.name,
                      {std::string(kSbin) + "slurmd", "-D", "-N", n.name, "-f", conf_}, error)) {
       return false;
@@ -387,6 +404,50 @@ bool SlurmCluster::Launch(std::string* error) {
     *error = "the Slurm test cluster did not come up within " +
              std::to_string(static_cast<int>(kStartTimeoutS)) + " s: " + why;
     return false;
+  }
+  return true;
+}
+
+bool SlurmCluster::WritePowerPrograms(std::string* error) {
+  const std::string d = dir();
+  if (!MakeDir(d + "/power", 0755, error)) return false;
+  // Each template's one command, filled in as a site would with its
+  // cloud's: here the node's slurmd on this host, started after a moment
+  // (a boot, long enough to be seen powering up; -b: it reports a new boot)
+  // and stopped by its PID file. Each resume first notes its own signal
+  // mask, which must be empty. gpuwarden-power is the build's.
+  const std::map<std::string, std::string> commands = {
+      {"resume", "/bin/sh -c 'grep SigBlk /proc/self/status >>" + resume_signals() +
+                     "; sleep 2; exec /usr/sbin/slurmd -b -N \"$1\" -f " + d +
+                     "/slurm.conf </dev/null >>" + d + "/log/slurmd-$1.start 2>&1' sh {node}"},
+      {"suspend", "/bin/sh -c 'exec /bin/kill \"$(cat " + d + "/slurmd-$1.pid)\"' sh {node}"}};
+  for (const auto& [action, command] : commands) {
+    const std::string source = std::string(GW_SOURCE_DIR) + "/packaging/slurm/" + action;
+    std::ifstream in(source);
+    if (!in) {
+      *error = "cannot read " + source;
+      return false;
+    }
+    std::string program;
+    bool filled = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("  FILL-IN-", 0) == 0) {
+        line = "  " + command;
+        filled = true;
+      }
+      const std::string shipped = "/usr/lib/gpuwarden/gpuwarden-power " + action + " \"$1\"";
+      if (const size_t at = line.find(shipped); at != std::string::npos) {
+        line.replace(at, shipped.size(),
+                     std::string(GW_BINARY_DIR) + "/gpuwarden-power " + action + " \"$1\" --log " +
+                         power_log());
+      }
+      program += line + "\n";
+    }
+    if (!filled) {
+      *error = source + " has no FILL-IN line";
+      return false;
+    }
+    if (!WriteFile(d + "/power/" + action, program, 0755, error)) return false;
   }
   return true;
 }
@@ -514,12 +575,20 @@ bool SlurmCluster::AllNodesIdle(std::string* why) const {
     *why = "sinfo --json: " + doc.error().message;
     return false;
   }
-  if (doc->nodes.size() != nodes_.size()) {
-    *why = "sinfo shows " + std::to_string(doc->nodes.size()) + " nodes, expected " +
-           std::to_string(nodes_.size());
+  // Cloud nodes come and go (powered down, they are not listed).
+  size_t listed = 0;
+  for (const SlurmNodeSpec& spec : nodes_) {
+    for (const auto& n : doc->nodes) listed += !spec.cloud && n.name == spec.name ? 1 : 0;
+  }
+  size_t expected = 0;
+  for (const SlurmNodeSpec& spec : nodes_) expected += spec.cloud ? 0 : 1;
+  if (listed != expected) {
+    *why = "sinfo shows " + std::to_string(listed) + " of the nodes, expected " +
+           std::to_string(expected);
     return false;
   }
   for (const SlurmNodeSpec& spec : nodes_) {
+    if (spec.cloud) continue;
     const slurm::Node* node = nullptr;
     for (const auto& n : doc->nodes) {
       if (n.name == spec.name) node = &n;

@@ -32,10 +32,17 @@ struct SlurmNodeSpec {
   std::string gpu_type;  // gres type, "a100"
   int gpus = 0;
   int cpus = 4;
+  // A cloud node (State=CLOUD, partition "cloud" alone): powered down at the
+  // start, its slurmd started by Slurm's ResumeProgram and stopped by its
+  // SuspendProgram, the shipped templates (packaging/slurm) with their
+  // command filled in. Slurm 22.05 hides it from sinfo while powered down.
+  bool cloud = false;
 };
 
 // n1, n2: two a100 each; n3: two l40s. Partitions: gpu (the default) and
-// high, whose jobs preempt gpu's by requeueing them.
+// high, whose jobs preempt gpu's by requeueing them. n4: a cloud node
+// without GPUs, suspended after kCloudSuspendTimeS idle.
+inline constexpr int kCloudSuspendTimeS = 5;
 std::vector<SlurmNodeSpec> DefaultSlurmNodes();
 
 // Why Slurm cannot run here (a binary missing, not root), or nullopt.
@@ -73,6 +80,10 @@ class SlurmCluster {
   bool CancelAllAndWait(std::string* error) const;
 
   const std::string& dir() const { return dir_.path(); }
+  // The log gpuwarden-power writes for the cloud nodes, and the file where
+  // each resume appends the SigBlk line of the command it started.
+  std::string power_log() const { return dir() + "/log/power.log"; }
+  std::string resume_signals() const { return dir() + "/log/resume-sigblk"; }
   const std::string& conf() const { return conf_; }
   const std::vector<SlurmNodeSpec>& nodes() const { return nodes_; }
   double startup_seconds() const { return startup_seconds_; }
@@ -86,6 +97,8 @@ class SlurmCluster {
   bool StartAccounting(int db_port, int dbd_port, std::string* error);
   bool StartDaemon(const std::string& label, const std::vector<std::string>& argv,
                    std::string* error);
+  // The cloud nodes' ResumeProgram and SuspendProgram, from the templates.
+  bool WritePowerPrograms(std::string* error);
   bool AllNodesIdle(std::string* why) const;
   void Stop();
 

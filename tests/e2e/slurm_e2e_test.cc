@@ -1,11 +1,16 @@
 // The Slurm test cluster itself (tests/e2e/slurm_cluster.h), started once for
-// this binary: three nodes, six fake GPUs, jobs that run and jobs that wait,
-// read through gw_slurm's parsers of `sinfo --json` / `squeue --json`.
+// this binary: three nodes, six fake GPUs, a cloud node powered up on demand, jobs that run and
+// jobs that wait, read through gw_slurm's parsers of `sinfo --json` / `squeue --json`.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -100,9 +105,14 @@ TEST_F(SlurmE2eTest, ClusterHasThreeNodesAndSixGpus) {
   ASSERT_TRUE(doc) << doc.error().message;
   EXPECT_EQ(doc->meta.layout, slurm::JsonLayout::kV0038);
   EXPECT_EQ(doc->meta.major, 22);
-  ASSERT_EQ(doc->nodes.size(), 3u);
+  // And the cloud node n4, powered down (listed: PrivateData=cloud).
+  ASSERT_EQ(doc->nodes.size(), 4u);
   int64_t total = 0;
   for (const slurm::Node& n : doc->nodes) {
+    if (n.name == "n4") {
+      EXPECT_TRUE(n.HasFlag("CLOUD") && n.HasFlag("POWERED_DOWN")) << n.state.value_or("?");
+      continue;
+    }
     EXPECT_EQ(n.state, "IDLE") << n.name;
     EXPECT_TRUE(n.state_flags.empty()) << n.name;
     ASSERT_TRUE(n.gres.has_value()) << n.name;
@@ -218,7 +228,7 @@ TEST_F(SlurmE2eTest, ClusterCommandShowsHoldersDrainsAndWaitingJobs) {
   auto nodes = Sinfo(cluster);
   ASSERT_TRUE(nodes) << nodes.error().message;
   for (const slurm::Node& n : nodes->nodes) {
-    EXPECT_EQ(GpuCount(n.gres_used), n.name == "n3" ? 0 : 1) << n.name;
+    EXPECT_EQ(GpuCount(n.gres_used), n.name == "n3" || n.name == "n4" ? 0 : 1) << n.name;
   }
   const std::string reason = "maintenance: fan 2 \x1b[31mloud";
   DrainedNode drained(cluster, "n3", reason);
@@ -946,6 +956,208 @@ TEST_F(SlurmE2eTest, StatusAndWhyOnANodeNameEachGpusJobAndProcess) {
   RunResult unasked = RunProcess(Gpuwarden({"--sim", scenario_file, "status", "--json"}), options);
   EXPECT_EQ(unasked.exit_code, 0) << unasked.err;
   EXPECT_TRUE(nlohmann::json::parse(unasked.out).at("slurm").is_null());
+}
+
+}  // namespace
+}  // namespace gw::test
+
+namespace gw::test {
+namespace {
+
+// One allocation as sacct records it (SLURM_TIME_FORMAT=%s).
+struct Accounted {
+  int64_t eligible = 0, start = 0, end = 0, gpus = 0;
+};
+
+// sacct's own lines for `ids`, once every one has ended; read by the test
+// itself, to check capacity's figures against.
+std::map<int64_t, Accounted> AccountedJobs(const SlurmCluster& cluster,
+                                           const std::vector<int64_t>& ids, std::string* seen) {
+  std::string list;
+  for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  RunOptions o = cluster.ClientOptions();
+  o.env["SLURM_TIME_FORMAT"] = "%s";
+  std::map<int64_t, Accounted> jobs;
+  WaitUntil(
+      [&] {
+        jobs.clear();
+        RunResult r = RunProcess({"/usr/bin/sacct", "-X", "-n", "-P", "-j", list, "-o",
+                                  "JobIDRaw,Eligible,Start,End,AllocTRES,State"},
+                                 o);
+        *seen = r.out + r.err;
+        std::istringstream in(r.out);
+        for (std::string line; std::getline(in, line);) {
+          std::vector<std::string> f;
+          std::istringstream fields(line);
+          for (std::string x; std::getline(fields, x, '|');) f.push_back(x);
+          if (f.size() != 6 || f[5] != "COMPLETED") return false;
+          Accounted a;
+          a.eligible = std::stoll(f[1]);
+          a.start = std::stoll(f[2]);
+          a.end = std::stoll(f[3]);
+          const size_t at = f[4].find("gres/gpu=");
+          if (at != std::string::npos) a.gpus = std::stoll(f[4].substr(at + 9));
+          jobs[std::stoll(f[0])] = a;
+        }
+        return jobs.size() == ids.size();
+      },
+      kJobTimeoutS, 0.2);
+  return jobs;
+}
+
+// capacity --slurm on jobs that ran for real: three fill the six GPUs, a
+// fourth waits for two a100. Every figure is checked against sacct's own
+// lines, summed second by second here.
+TEST_F(SlurmE2eTest, CapacityFromSacctCountsWaitsHeldAndSaturatedTime) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  // The window starts a second after every earlier test's job has ended
+  // (what ended or started in the second the last test stopped is behind
+  // it), and this test's jobs are submitted a second later still: capacity,
+  // asked up to a second later than the test measures --since, starts at
+  // most a second later.
+  const int64_t stopped = static_cast<int64_t>(std::time(nullptr));
+  const int64_t begin = stopped + 1;
+  ASSERT_TRUE(WaitUntil([&] { return std::time(nullptr) > begin; }, 5, 0.05));
+  std::string error;
+  std::vector<int64_t> ids;
+  for (const auto& [gres, seconds] : std::vector<std::pair<std::string, std::string>>{
+           {"gpu:a100:2", "4"}, {"gpu:a100:2", "4"}, {"gpu:l40s:2", "4"}, {"gpu:a100:2", "1"}}) {
+    auto id = cluster.Submit({"-p", "gpu", "-N1", "--gres=" + gres}, "sleep " + seconds, &error);
+    ASSERT_TRUE(id) << error;
+    ids.push_back(*id);
+  }
+  std::string seen;
+  const std::map<int64_t, Accounted> jobs = AccountedJobs(cluster, ids, &seen);
+  ASSERT_EQ(jobs.size(), 4u) << seen << cluster.LogTails();
+
+  // By hand, second by second over the jobs' span.
+  std::vector<double> waits;
+  int64_t held_s = 0, saturated_s = 0, saturated_waiting_s = 0;
+  int64_t first = INT64_MAX, last = 0;
+  for (const auto& [id, a] : jobs) {
+    waits.push_back(static_cast<double>(a.start - a.eligible));
+    first = std::min(first, a.eligible);
+    last = std::max(last, a.end);
+  }
+  for (int64_t t = first; t < last; ++t) {
+    int64_t held = 0;
+    bool waiting = false;
+    for (const auto& [id, a] : jobs) {
+      if (a.start <= t && t < a.end) held += a.gpus;
+      waiting = waiting || (a.eligible <= t && t < a.start);
+    }
+    held_s += held;
+    saturated_s += held == 6 ? 1 : 0;
+    saturated_waiting_s += held == 6 && waiting ? 1 : 0;
+  }
+  std::sort(waits.begin(), waits.end());
+  EXPECT_GE(waits.back(), 2) << "the fourth job waited for two a100 to be freed";
+  EXPECT_GE(saturated_s, 2) << "three jobs held all six GPUs together";
+
+  const int64_t since = static_cast<int64_t>(std::time(nullptr)) - begin;
+  RunOptions options = cluster.ClientOptions();
+  RunResult r = RunProcess(
+      Gpuwarden({"capacity", "--slurm", "--since", std::to_string(since) + "s", "--json"}),
+      options);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["source"], "slurm");
+  EXPECT_EQ(doc["capacity_gpus"], 6);
+  EXPECT_TRUE(doc["idle_held_gpu_hours"].is_null());
+  EXPECT_NEAR(doc["held_gpu_hours"].get<double>() * 3600, static_cast<double>(held_s), 1e-6);
+  EXPECT_NEAR(doc["saturated_hours"].get<double>() * 3600, static_cast<double>(saturated_s), 1e-6);
+  EXPECT_NEAR(doc["saturated_waiting_hours"].get<double>() * 3600,
+              static_cast<double>(saturated_waiting_s), 1e-6);
+  EXPECT_EQ(doc["waits"]["started"], 4)
+      << cluster
+             .Run({"sacct", "-a", "-X", "-n", "-P", "-S", "now-" + std::to_string(since + 5), "-o",
+                   "JobIDRaw,Submit,Eligible,Start,End,State,AllocTRES,ReqTRES"})
+             .out;
+  EXPECT_EQ(doc["waits"]["p50_s"], waits[1]);  // Nearest rank of four: 2nd, 4th, 4th.
+  EXPECT_EQ(doc["waits"]["p90_s"], waits[3]);
+  EXPECT_EQ(doc["waits"]["max_s"], waits[3]);
+  EXPECT_EQ(doc["waits"]["still_waiting"], 0);
+  ASSERT_TRUE(doc["power_saving"].is_object()) << r.out;
+  EXPECT_EQ(doc["power_saving"]["resume_program"], "/etc/gpuwarden/slurm/resume");
+
+  // The same window in text (plain seconds for --since), begun as late.
+  const int64_t since_now = static_cast<int64_t>(std::time(nullptr)) - begin;
+  RunResult text =
+      RunProcess(Gpuwarden({"capacity", "--slurm", "--since", std::to_string(since_now)}), options);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Queue waits (4 jobs started)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("SuspendProgram=/etc/gpuwarden/slurm/suspend"), std::string::npos)
+      << text.out;
+
+  RunResult bad = RunProcess(Gpuwarden({"capacity", "--slurm", "--since", "lately"}), options);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--since"), std::string::npos) << bad.err;
+}
+
+// n4's state as scontrol shows it ("IDLE+CLOUD+POWERED_DOWN"), or "" when
+// Slurm does not show it.
+std::string CloudNodeState(const SlurmCluster& cluster) {
+  RunResult r = cluster.Run({"scontrol", "-o", "show", "node", "n4"}, 10);
+  const size_t at = r.out.find("State=");
+  if (r.exit_code != 0 || at == std::string::npos) return "";
+  return r.out.substr(at + 6, r.out.find(' ', at) - at - 6);
+}
+
+// The shipped ResumeProgram and SuspendProgram (the templates with their
+// command filled in, gpuwarden-power behind them) power the cloud node n4
+// up for a job and down again once it has sat idle SuspendTime.
+TEST_F(SlurmE2eTest, CloudNodeIsResumedForAJobAndSuspendedWhenIdle) {
+  GW_REQUIRE_SLURM_CLUSTER(cluster);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string state = CloudNodeState(cluster);
+  EXPECT_NE(state.find("POWERED_DOWN"), std::string::npos) << state;
+
+  std::string error;
+  auto id = cluster.Submit({"-p", "cloud", "-N1"}, "echo cloud-ok on $SLURMD_NODENAME", &error);
+  ASSERT_TRUE(id) << error;
+  std::set<std::string> states;
+  const bool ended = WaitUntil(
+      [&] {
+        states.insert(CloudNodeState(cluster));
+        states.insert("sinfo:" + cluster.Run({"sinfo", "-h", "-n", "n4", "-o", "%t"}).out);
+        const std::string out =
+            ReadFileOrEmpty(cluster.dir() + "/jobs/job-" + std::to_string(*id) + ".out");
+        return out.find("cloud-ok on n4") != std::string::npos;
+      },
+      kJobTimeoutS, 0.1);
+  ASSERT_TRUE(ended) << ReadFileOrEmpty(cluster.power_log())
+                     << ReadFileOrEmpty(cluster.dir() + "/log/slurmd-n4.start").substr(0, 600)
+                     << cluster.LogTails();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::fprintf(stderr, "[slurm] job ended at %.1f s\n", elapsed());
+  bool powering_up = false;
+  for (const std::string& s : states) powering_up = powering_up || s.find("POWERING_UP") != s.npos;
+  EXPECT_TRUE(powering_up) << "states seen: " << ::testing::PrintToString(states);
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodeState(cluster) == "IDLE+CLOUD"; }, 30, 0.1))
+      << CloudNodeState(cluster);
+
+  std::fprintf(stderr, "[slurm] idle at %.1f s\n", elapsed());
+  // Idle for SuspendTime: suspended, then powered down.
+  states.clear();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        states.insert(CloudNodeState(cluster));
+        return CloudNodeState(cluster).find("POWERED_DOWN") != std::string::npos;
+      },
+      kCloudSuspendTimeS + 40, 0.1))
+      << CloudNodeState(cluster) << "\n"
+      << ReadFileOrEmpty(cluster.power_log());
+
+  const std::string log = ReadFileOrEmpty(cluster.power_log());
+  EXPECT_NE(log.find("resume n4: done, exited with status 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("suspend n4: done, exited with status 0"), std::string::npos) << log;
+  // Slurm started the resume with signals blocked; the command it ran had none.
+  const std::string sigblk = ReadFileOrEmpty(cluster.resume_signals());
+  EXPECT_NE(sigblk.find("SigBlk:\t0000000000000000"), std::string::npos) << sigblk;
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "[slurm] cloud node up, job run, node suspended in %.1f s\n", took);
 }
 
 }  // namespace

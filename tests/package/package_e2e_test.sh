@@ -45,6 +45,7 @@ deb=$("$src/scripts/package.sh" "$build" "$work" | tail -1)
 contents=$(dpkg-deb --contents "$deb" | awk '{print $6}')
 for path in ./usr/bin/gpuwarden ./usr/bin/gpuwardend ./usr/lib/gpuwarden/gpuwarden-tools \
     ./usr/lib/gpuwarden/gpuwarden-supervise ./usr/lib/gpuwarden/sim/libnvidia-ml.so.1 \
+    ./usr/lib/gpuwarden/gpuwarden-power ./etc/gpuwarden/slurm/resume ./etc/gpuwarden/slurm/suspend \
     ./usr/share/man/man1/gpuwarden.1.gz ./usr/share/man/man8/gpuwardend.8.gz \
     ./usr/share/man/man5/gpuwarden-config.5.gz ./usr/share/bash-completion/completions/gpuwarden \
     ./usr/share/zsh/vendor-completions/_gpuwarden \
@@ -57,7 +58,7 @@ for path in ./usr/bin/gpuwarden ./usr/bin/gpuwardend ./usr/lib/gpuwarden/gpuward
   grep -qxF "$path" <<<"$contents" || fail "the package lacks $path"
 done
 conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
-[ "$conffiles" = $'/etc/default/gpuwardend\n/etc/gpuwarden/config.toml' ] ||
+[ "$conffiles" = $'/etc/default/gpuwardend\n/etc/gpuwarden/config.toml\n/etc/gpuwarden/slurm/resume\n/etc/gpuwarden/slurm/suspend' ] ||
   fail "conffiles: $conffiles"
 
 before=$work/before.txt
