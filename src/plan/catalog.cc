@@ -176,6 +176,17 @@ Result<ModelSpec> ReadModel(const Entry& e) {
     if (!v.ok()) return v.error();
     *f.out = *v;
   }
+  // A mixture of experts; all absent for a dense model.
+  for (const Field& f :
+       {Field{"experts", &a.experts, 0, 0}, Field{"experts_per_token", &a.experts_per_token, 0, 0},
+        Field{"expert_ffn", &a.expert_ffn, 0, 0}, Field{"shared_ffn", &a.shared_ffn, 0, 0}}) {
+    Result<uint64_t> v = e.Count(f.key, f.lo, kBig, f.fallback);
+    if (!v.ok()) return v.error();
+    *f.out = *v;
+  }
+  Result<uint64_t> moe_layers = e.Count("moe_layers", 0, kBig, a.experts ? a.layers : 0);
+  if (!moe_layers.ok()) return moe_layers.error();
+  a.moe_layers = *moe_layers;
   if (std::string problem = ArchitectureProblem(a); !problem.empty()) return e.Fail(problem);
   Result<std::string> source = e.Source();
   if (!source.ok()) return source.error();

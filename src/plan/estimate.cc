@@ -231,29 +231,54 @@ Estimate EstimateMemory(const ModelSpec& model, const Workload& w) {
   } else if (training) {
     const Architecture& a = *arch;
     const uint64_t q = a.heads * a.head_dim, kv = a.kv_heads * a.head_dim;
-    const uint64_t mlp_elems = a.mlp == Mlp::kGated ? 4 * a.ffn : 2 * a.ffn;
-    const uint64_t per_token_elems = 4 * a.hidden + 2 * q + 2 * kv + mlp_elems;
+    const uint64_t g = a.mlp == Mlp::kGated ? 4 : 2;  // Elements an MLP stores per unit of width.
+    const uint64_t attention_elems = 4 * a.hidden + 2 * q + 2 * kv;
     const uint64_t masks = a.dropout ? 2 * a.hidden : 0;
     const uint64_t scores =
         w.attention == Attention::kEager ? a.heads * w.seq * (e + (a.dropout ? e + 1 : 0)) : 0;
     const uint64_t tokens = w.batch * w.seq;
-    const uint64_t layer = tokens * (e * per_token_elems + masks + scores);
+    const uint64_t moe_layers = a.experts > 0 ? a.moe_layers : 0;
+    const uint64_t dense_layers = a.layers - moe_layers;
+    // A token stores what its top-k experts and the shared MLP compute, and the router's logits.
+    const uint64_t moe_mlp_elems =
+        a.experts_per_token * g * a.expert_ffn + g * a.shared_ffn + a.experts;
+    auto layer_bytes = [&](uint64_t mlp_elems) {
+      return tokens * (e * (attention_elems + mlp_elems) + masks + scores);
+    };
+    auto layer_formula = [&](const std::string& mlp_text, uint64_t mlp_elems) {
+      return fmt::format("b*s*({} B x (4h + 2q + 2kv + {}){}{}) = {}x{}x({} x {}{}{})", e, mlp_text,
+                         a.dropout ? " + 2h masks" : "",
+                         scores ? (a.dropout ? " + a*s*(2e+1) scores" : " + a*s*e scores") : "",
+                         w.batch, w.seq, e, attention_elems + mlp_elems,
+                         masks ? fmt::format(" + {}", masks) : "",
+                         scores ? fmt::format(" + {}", scores) : "");
+    };
+    const uint64_t dense_layer = layer_bytes(g * a.ffn);
+    const uint64_t moe_layer = layer_bytes(moe_mlp_elems);
     const uint64_t logits = a.encoder ? 0 : tokens * a.vocab * 8;
-    const std::string layer_formula =
-        fmt::format("b*s*({} B x (4h + 2q + 2kv + {}f){}{}) = {}x{}x({} x {}{}{})", e,
-                    a.mlp == Mlp::kGated ? 4 : 2, a.dropout ? " + 2h masks" : "",
-                    scores ? (a.dropout ? " + a*s*(2e+1) scores" : " + a*s*e scores") : "", w.batch,
-                    w.seq, e, per_token_elems, masks ? fmt::format(" + {}", masks) : "",
-                    scores ? fmt::format(" + {}", scores) : "");
     const std::string logits_formula =
         logits ? fmt::format(" + logits b*s*V x 8 B = {}x{}x{} x 8 B", w.batch, w.seq, a.vocab)
                : "";
-    const uint64_t full = a.layers * layer + logits;
-    const uint64_t ckpt = a.layers * tokens * a.hidden * e + layer + logits;
-    est.components.push_back(
-        {"activations", "activations (stored for the backward pass)", full,
-         fmt::format("L x per-layer{} ; per-layer = {}", logits_formula, layer_formula),
-         !w.checkpointing});
+    std::string layers_formula;
+    if (moe_layers == 0) {
+      layers_formula = fmt::format("L x per-layer{} ; per-layer = {}", logits_formula,
+                                   layer_formula(fmt::format("{}f", g), g * a.ffn));
+    } else {
+      const std::string moe_text =
+          fmt::format("k x {}f_e{} + E", g, a.shared_ffn ? fmt::format(" + {}f_shared", g) : "");
+      layers_formula = fmt::format(
+          "{} MoE layers x per-MoE-layer{}{} ; per-MoE-layer = {}", moe_layers,
+          dense_layers ? fmt::format(" + {} dense layers x per-layer", dense_layers) : "",
+          logits_formula, layer_formula(moe_text, moe_mlp_elems));
+      if (dense_layers) {
+        layers_formula += " ; per-layer = " + layer_formula(fmt::format("{}f", g), g * a.ffn);
+      }
+    }
+    const uint64_t full = dense_layers * dense_layer + moe_layers * moe_layer + logits;
+    const uint64_t widest = std::max(dense_layers ? dense_layer : 0, moe_layers ? moe_layer : 0);
+    const uint64_t ckpt = a.layers * tokens * a.hidden * e + widest + logits;
+    est.components.push_back({"activations", "activations (stored for the backward pass)", full,
+                              layers_formula, !w.checkpointing});
     est.components.push_back(
         {"activations_checkpointed", "activations with full checkpointing", ckpt,
          fmt::format("L x b*s*h x {} B (layer inputs) + one layer recomputed{}", e, logits_formula),
@@ -261,13 +286,25 @@ Estimate EstimateMemory(const ModelSpec& model, const Workload& w) {
     est.activations = w.checkpointing ? ckpt : full;
   } else {
     const Architecture& a = *arch;
-    const uint64_t mlp = a.mlp == Mlp::kGated ? 2 * a.ffn : a.ffn;
+    const uint64_t g = a.mlp == Mlp::kGated ? 2 : 1;  // The MLP's intermediates alive at once.
+    // The widest MLP a layer runs for one token: the dense one, or its top-k experts and the
+    // shared one.
+    uint64_t mlp = a.layers > (a.experts ? a.moe_layers : 0) ? g * a.ffn : 0;
+    std::string mlp_text = fmt::format("{}f", g);
+    if (a.experts > 0) {
+      const uint64_t moe = a.experts_per_token * g * a.expert_ffn + g * a.shared_ffn;
+      if (moe > mlp) {
+        mlp = moe;
+        mlp_text =
+            fmt::format("k x {}f_e{}", g, a.shared_ffn ? fmt::format(" + {}f_shared", g) : "");
+      }
+    }
     const uint64_t act =
         w.seq * (2 * a.hidden + mlp) * e + (a.encoder ? 0 : w.concurrency * a.vocab * 4);
     est.activations = act;
     est.components.push_back(
         {"activations", "activations (one sequence's prefill, last-token logits)", act,
-         fmt::format("s x (2h + {}f) x {} B{} = {} x {} x {} B{}", a.mlp == Mlp::kGated ? 2 : 1, e,
+         fmt::format("s x (2h + {}) x {} B{} = {} x {} x {} B{}", mlp_text, e,
                      a.encoder ? "" : " + concurrency x V x 4 B", w.seq, 2 * a.hidden + mlp, e,
                      a.encoder ? "" : fmt::format(" + {} x {} x 4 B", w.concurrency, a.vocab)),
          true});

@@ -41,12 +41,22 @@ json ModelJson(const plan::ModelSpec& m) {
   json j{{"name", JsonText(m.name)},
          {"source", JsonText(m.source)},
          {"params", m.params},
+         {"active_params", nullptr},
+         {"assumption", m.assumption.empty() ? json() : JsonText(m.assumption)},
          {"architecture", nullptr}};
   if (m.arch) {
     const plan::Architecture& a = *m.arch;
+    j["active_params"] = plan::CountParams(a).active;
     j["architecture"] = {{"layers", a.layers},     {"hidden", a.hidden},     {"heads", a.heads},
                          {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim}, {"vocab", a.vocab},
-                         {"ffn", a.ffn},           {"encoder", a.encoder}};
+                         {"ffn", a.ffn},           {"encoder", a.encoder},   {"experts", nullptr}};
+    if (a.experts > 0) {
+      j["architecture"]["experts"] = {{"count", a.experts},
+                                      {"per_token", a.experts_per_token},
+                                      {"ffn", a.expert_ffn},
+                                      {"shared_ffn", a.shared_ffn},
+                                      {"layers", a.moe_layers}};
+    }
   }
   return j;
 }

@@ -30,11 +30,23 @@ std::string Header(const Advice& a) {
     out += fmt::format("  {} parameters: {} layers, hidden {}, {} heads / {} KV heads, vocab {}\n",
                        plan::FormatParamCount(a.model.params), m.layers, m.hidden, m.heads,
                        m.kv_heads, m.vocab);
+    if (m.experts > 0) {
+      out += fmt::format(
+          "  mixture of experts: {} experts of ffn {} in {} of the layers{}, {} per token: "
+          "{} parameters active per token, all {} in memory\n",
+          m.experts, m.expert_ffn, m.moe_layers == m.layers ? "all" : std::to_string(m.moe_layers),
+          m.shared_ffn ? fmt::format(" + a shared MLP of {}", m.shared_ffn) : "",
+          m.experts_per_token, plan::FormatParamCount(plan::CountParams(m).active),
+          plan::FormatParamCount(a.model.params));
+    }
   } else {
     out += fmt::format("  {} parameters (no architecture: activations and KV cache unknown)\n",
                        plan::FormatParamCount(a.model.params));
   }
   out += "  source: " + SanitizeForTerminal(a.model.source) + "\n";
+  if (!a.model.assumption.empty()) {
+    out += "  assumed: " + SanitizeForTerminal(a.model.assumption) + "\n";
+  }
   return out;
 }
 

@@ -203,6 +203,43 @@ TEST(AdviseE2e, AConfigJsonIsReadAsTheCatalogModel) {
   EXPECT_EQ(from_file["model"]["source"], path);
 }
 
+// A mixture of experts: every expert's weights are held, the routed ones'
+// activations; the text says how many are active.
+TEST(AdviseE2e, AMixtureOfExpertsHoldsEveryExpertAndSaysWhatIsActive) {
+  const json moe = AdviseJson({"mixtral-8x7b", "--offline"});
+  EXPECT_EQ(moe["model"]["params"].get<uint64_t>(), 46'702'792'704u);
+  EXPECT_EQ(moe["model"]["active_params"].get<uint64_t>(), 12'879'925'248u);
+  EXPECT_EQ(moe["model"]["architecture"]["experts"]["count"], 8);
+  EXPECT_EQ(PartBytes(moe, "weights"), 2 * 46'702'792'704u);  // bf16, all experts.
+  // A dense model of the active size would hold far less.
+  const json dense = AdviseJson({"--params", "12.88B", "--offline"});
+  EXPECT_GT(PartBytes(moe, "weights"), 3 * PartBytes(dense, "weights"));
+  const RunResult r = RunProcess(Gpuwarden({"advise", "mixtral-8x7b", "--offline"}), Options());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mixture of experts: 8 experts of ffn 14336 in all of the layers, 2 per "
+                       "token: 12.88B parameters active per token, all 46.70B in memory"),
+            std::string::npos)
+      << r.out;
+}
+
+// A config.json of a model_type gpuwarden does not know is read as Llama-like,
+// and both outputs say so.
+TEST(AdviseE2e, AnUnknownModelTypeIsEstimatedWithItsAssumptionShown) {
+  TempDir dir;
+  const std::string path =
+      dir.Write("config.json",
+                R"({"model_type": "futurenet", "hidden_size": 1024, "intermediate_size": 4096,
+          "num_attention_heads": 16, "num_hidden_layers": 8, "vocab_size": 32000})");
+  const json advice = AdviseJson({path, "--offline"});
+  EXPECT_NE(advice["model"]["assumption"].get<std::string>().find(
+                "model_type \"futurenet\" is not one gpuwarden knows"),
+            std::string::npos);
+  const RunResult r = RunProcess(Gpuwarden({"advise", path, "--offline"}), Options());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  assumed: model_type \"futurenet\""), std::string::npos) << r.out;
+  EXPECT_TRUE(AdviseJson({"llama-3-8b", "--offline"})["model"]["assumption"].is_null());
+}
+
 TEST(AdviseE2e, OnlyAParameterCountGivesALowerBound) {
   const json advice = AdviseJson({"--params", "7B", "--offline"});
   EXPECT_FALSE(advice["estimate"]["complete"].get<bool>());
@@ -233,6 +270,8 @@ TEST(AdviseE2e, EveryKeyOfTheJsonIsDocumented) {
                                       &advice["server"],
                                       &advice["server"]["layout"],
                                       &advice["requests"]};
+  const json moe = AdviseJson({"mixtral-8x7b", "--offline"});
+  objects.push_back(&moe["model"]["architecture"]["experts"]);
   for (const json* object : objects) {
     ASSERT_TRUE(object->is_object());
     for (const auto& [key, value] : object->items()) {
@@ -253,10 +292,10 @@ TEST(AdviseE2e, BadInputIsOneLineWithItsExitCode) {
   const std::string broken = dir.Write("config.json", "{\"hidden_size\": 4096,");
   ExpectOneLine(RunProcess(Gpuwarden({"advise", broken, "--offline"}), Options()), 3,
                 broken + ": not valid JSON");
-  const std::string moe =
-      dir.Write("moe.json", R"({"model_type": "mixtral", "num_local_experts": 8})");
-  ExpectOneLine(RunProcess(Gpuwarden({"advise", moe, "--offline"}), Options()), 3,
-                moe + ": a mixture-of-experts model");
+  const std::string mla = dir.Write(
+      "mla.json", R"({"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168})");
+  ExpectOneLine(RunProcess(Gpuwarden({"advise", mla, "--offline"}), Options()), 3,
+                mla + ": multi-head latent attention");
   ExpectOneLine(RunProcess(Gpuwarden({"advise", dir.path() + "/none.json"}), Options()), 3,
                 dir.path() + "/none.json: cannot open");
   ExpectOneLine(RunProcess(Gpuwarden({"advise", "lama-3-8b"}), Options()), 2,
