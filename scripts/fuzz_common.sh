@@ -2,8 +2,8 @@
 # targets, their dictionaries and their seeds (docs/reliability.md).
 
 # Every target, cheap ones first.
-GW_FUZZ_TARGETS=(units history_point config slurm_text slurm_json nvrm kernel_log_files
-                 scenario nvsmi_xml daemon_requests web_request)
+GW_FUZZ_TARGETS=(units history_point config model_config capacity_sacct slurm_text slurm_json nvrm
+                 kernel_log_files scenario nvsmi_xml daemon_requests web_request)
 
 # The dictionary of a target, or nothing.
 gw_fuzz_dict() {
@@ -21,7 +21,7 @@ gw_fuzz_dict() {
 gw_fuzz_max_len() {
   case $1 in
     units) echo 64 ;;
-    history_point | config | web_request) echo 4096 ;;
+    history_point | config | web_request | model_config | capacity_sacct) echo 4096 ;;
     nvrm) echo 8192 ;;
   esac
 }
@@ -43,6 +43,7 @@ gw_fuzz_seeds() {
     scenario) files=(scenarios/*.json) ;;
     slurm_text) files=(src/slurm/testdata/*.txt "$samples"/slurm-22.05/*.txt) ;;
     slurm_json) files=(src/slurm/testdata/*.json "$samples"/slurm-22.05/*.json) ;;
+    model_config) files=(catalog/*.toml) ;;
   esac
   shopt -u nullglob
   local f
