@@ -255,6 +255,10 @@ double GpuMemoryOf(const std::vector<fleet::HistoryPoint>& points) {
 CapacityInput InputFromHistory(const std::vector<fleet::HistoryPoint>& points,
                                std::vector<JobRecord> jobs, int64_t from_s, int64_t to_s,
                                int64_t utc_offset_s) {
+  if (!points.empty()) {
+    from_s = std::min(from_s, points.front().time_s);
+    to_s = std::max(to_s, points.back().time_s + points.back().step_s);
+  }
   CapacityInput in;
   in.source = "history";
   in.from_s = from_s;
@@ -295,7 +299,7 @@ CapacityInput InputFromHistory(const std::vector<fleet::HistoryPoint>& points,
     }
     if (known) s.memory_bound_gpus = bound;
     in.spans.push_back(s);
-    // As fleet::UsageOf sums them, over the part of the point in the window.
+    // As fleet::UsageOf sums them.
     for (const fleet::UserPoint& u : p.users) {
       in.gpu_s_by_user[u.user] += u.gpus * static_cast<double>(b - a);
       in.idle_gpu_s_by_user[u.user] += u.idle_gpus * static_cast<double>(b - a);

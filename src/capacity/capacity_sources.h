@@ -72,6 +72,10 @@ Result<std::vector<JobRecord>> JobsFromQueueJson(const nlohmann::json& jobs,
                                                  double gpu_memory_bytes);
 
 // The input from gpuwardend: its history points (oldest first) and its jobs.
+// Each point stands for its whole step, as usage counts it (fleet::UsageOf):
+// the window [from_s, to_s) the daemon answered for widens to hold the
+// first point's start and the last point's end (the newest point is taken
+// at the reply's `to_unix_s` and covers the second after it).
 CapacityInput InputFromHistory(const std::vector<fleet::HistoryPoint>& points,
                                std::vector<JobRecord> jobs, int64_t from_s, int64_t to_s,
                                int64_t utc_offset_s);

@@ -198,5 +198,29 @@ TEST(CapacityTest, NearestRankPercentiles) {
   EXPECT_EQ(NearestRankPercentile(hundred, 99), 99);
 }
 
+// gpuwardend answers with its newest point taken at the reply's to_unix_s:
+// that point still counts its whole second, as usage counts it, so the
+// GPU-hours held are the users' GPU-hours.
+TEST(CapacityTest, EveryPointOfTheHistoryCountsItsWholeStepAsUsageDoes) {
+  std::vector<fleet::HistoryPoint> points;
+  for (int64_t t = 100; t <= 120; ++t) {
+    fleet::HistoryPoint p;
+    p.time_s = t;
+    p.step_s = 1;
+    p.gpus.resize(4);
+    p.users = {{"ann", 3, 1, 0, 0}};
+    points.push_back(p);
+  }
+  const CapacityInput in = InputFromHistory(points, {}, 100, 120, 0);
+  EXPECT_EQ(in.to_s, 121);
+  const CapacityReport r = AnalyzeCapacity(in);
+  // fleet::UsageOf's sum: GPUs held x step, every point.
+  double usage_gpu_s = 0;
+  for (const fleet::HistoryPoint& p : points) usage_gpu_s += p.users[0].gpus * p.step_s;
+  EXPECT_DOUBLE_EQ(usage_gpu_s, 21 * 3);
+  EXPECT_DOUBLE_EQ(r.held_gpu_hours * 3600, usage_gpu_s);
+  EXPECT_DOUBLE_EQ(*r.idle_held_gpu_hours * 3600, 21.0);
+}
+
 }  // namespace
 }  // namespace gw::capacity

@@ -55,8 +55,13 @@ Result<capacity::CapacityInput> FromDaemon(const std::string& socket, int64_t si
     if (!r.ok()) return MakeError("protocol", r.error().message);
     records = std::move(*r);
   }
-  const int64_t to = history->value("to_unix_s", now_s);
-  const int64_t from = history->value("from_unix_s", to - since_s);
+  // The window the daemon answered for; ours when it names none.
+  auto unix_s = [&](const char* key, int64_t fallback) {
+    const auto it = history->find(key);
+    return it != history->end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+  };
+  const int64_t to = unix_s("to_unix_s", now_s);
+  const int64_t from = unix_s("from_unix_s", to - since_s);
   capacity::CapacityInput in =
       capacity::InputFromHistory(points, std::move(records), from, to, UtcOffsetAt(to));
   in.jobs_known = !no_queue;

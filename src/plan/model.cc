@@ -206,7 +206,7 @@ constexpr std::array<Family, 27> kFamilies = {{
     {"phi3", G, R, false, false, false, 0, false, false, false, kGqa},
     {"olmo2", G, R, false, false, false, 0, false, false, false, kGqa},
     {"olmoe", G, R, false, false, false, 0, false, false, false, kGqa},
-    {"granite", G, R, false, false, false, 0, true, false, false, kGqa},
+    {"granite", G, R, false, false, false, 0, false, false, false, kGqa},
     {"deepseek", G, R, false, false, false, 0, false, false, false, kGqa},
     {"yi", G, R, false, false, false, 0, false, false, false, kGqa},
     // Two-matrix MLPs (GELU, ReLU), LayerNorm, biases.
