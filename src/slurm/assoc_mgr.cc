@@ -182,9 +182,9 @@ Result<AssocMgrState> ParseAssocMgr(std::string_view text) {
       if (qos && brace != std::string_view::npos) {
         const std::string owner(w.substr(0, brace));
         if (pending_block == "User") {
-          const auto uid = Number(owner);
+          const std::optional<int64_t> uid = WholeNumber(owner);
           if (!uid) return Malformed(line_number, "a user limit of uid \"" + owner + "\"");
-          block = &q.users[static_cast<int64_t>(*uid)];
+          block = &q.users[*uid];
         } else {
           block = &q.accounts[owner];
         }

@@ -117,6 +117,10 @@ TEST(AssocMgr, MalformedInputIsNamedWithItsLine) {
       {"ClusterName=c Account= UserName=\n", "no Account"},
       {"QOS= GrpJobs=1(0)\n", "no name"},
       {"QOS=q(1) User Limits= bob={MaxJobsPU=1(0)}\n", "uid \"bob\""},
+      // A uid must be a whole number that fits: a double cast to int64_t past
+      // its range is undefined (found by fuzz_slurm_text).
+      {"QOS=q(1) User Limits= 5.6e35={MaxJobsPU=1(0)}\n", "uid \"5.6e35\""},
+      {"QOS=q(1) User Limits= 1.5={MaxJobsPU=1(0)}\n", "uid \"1.5\""},
   };
   for (const Case& c : cases) {
     auto state = ParseAssocMgr(c.text);
