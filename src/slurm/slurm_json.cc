@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace gw::slurm {
 namespace {
 
@@ -120,7 +122,9 @@ class FieldReader {
       int n = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
       if (ec != std::errc() || end != s.data() + s.size()) {
-        Fail(path, "expected a number, got \"" + s + "\"");
+        // Quoted through the terminal sanitiser: a newline in the value must not
+        // break the one-line error (found by fuzz_slurm_json).
+        Fail(path, "expected a number, got \"" + SanitizeForTerminal(s.substr(0, 64)) + "\"");
         return std::nullopt;
       }
       return n;

@@ -288,6 +288,17 @@ TEST(SlurmJsonDefensive, WrongTypesAreErrorsNamingTheField) {
   }
 }
 
+// A version written as text that is not a number is quoted sanitised: the
+// error stays one line whatever the text holds (found by fuzz_slurm_json).
+TEST(SlurmJsonDefensive, AVersionThatIsNotANumberIsQuotedOnOneLine) {
+  auto doc = ParseSinfoJson(
+      R"({"meta": {"slurm": {"version": {"major": "23\n\u001b[2J", "minor": 2}}}, "nodes": []})");
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, "malformed");
+  EXPECT_EQ(doc.error().message,
+            "meta.slurm.version.major: expected a number, got \"23\\n\\x1b[2J\"");
+}
+
 TEST(SlurmJsonDefensive, MissingFieldsAreUnknown) {
   const nlohmann::json erase = nlohmann::json(nlohmann::json::value_t::discarded);
   for (const char* key : {"priority", "start_time", "user_name", "tres_per_node", "gres_detail",
