@@ -118,6 +118,30 @@ TEST(ParseHfConfig, ReadsMixturesOfExpertsWithTheirPublishedCounts) {
   EXPECT_EQ(FormatParamCount(qwen->params), "14.32B");
   EXPECT_EQ(FormatParamCount(CountParams(*qwen->arch).active), "2.69B");
 
+  // Qwen3-30B-A3B (30.5B, 3.3B active) and DeepSeek-MoE-16B (16.4B, 2.8B active; its first
+  // layer dense, two shared experts), from their config.json: within the 0.1B their authors
+  // round to.
+  Result<ModelSpec> qwen3 = ParseHfConfig(
+      R"({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+          "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+          "decoder_sparse_step": 1, "mlp_only_layers": [], "num_attention_heads": 32,
+          "num_key_value_heads": 4, "head_dim": 128, "num_hidden_layers": 48,
+          "vocab_size": 151936, "tie_word_embeddings": false})",
+      "qwen3.json");
+  ASSERT_TRUE(qwen3.ok()) << qwen3.error().message;
+  EXPECT_NEAR(static_cast<double>(qwen3->params) / 1e9, 30.5, 0.05);
+  EXPECT_NEAR(static_cast<double>(CountParams(*qwen3->arch).active) / 1e9, 3.3, 0.06);
+  Result<ModelSpec> deepseek16 = ParseHfConfig(
+      R"({"model_type": "deepseek", "hidden_size": 2048, "intermediate_size": 10944,
+          "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
+          "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+          "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 28,
+          "vocab_size": 102400, "tie_word_embeddings": false})",
+      "deepseek-moe-16b.json");
+  ASSERT_TRUE(deepseek16.ok()) << deepseek16.error().message;
+  EXPECT_NEAR(static_cast<double>(deepseek16->params) / 1e9, 16.4, 0.05);
+  EXPECT_NEAR(static_cast<double>(CountParams(*deepseek16->arch).active) / 1e9, 2.8, 0.05);
+
   // Layers listed in mlp_only_layers keep the dense MLP; DeepSeek-MoE's first
   // layers do too, and its shared experts are whole experts.
   Result<ModelSpec> sparse = ParseHfConfig(
