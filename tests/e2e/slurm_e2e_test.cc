@@ -2,6 +2,7 @@
 // this binary: three nodes, six fake GPUs, a cloud node powered up on demand, jobs that run and
 // jobs that wait, read through gw_slurm's parsers of `sinfo --json` / `squeue --json`.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -991,13 +992,22 @@ std::map<int64_t, Accounted> AccountedJobs(const SlurmCluster& cluster,
           std::istringstream fields(line);
           for (std::string x; std::getline(fields, x, '|');) f.push_back(x);
           if (f.size() != 6 || f[5] != "COMPLETED") return false;
+          // slurmdbd can record the state before a time ("Unknown"): not yet.
+          auto number = [](std::string_view text, int64_t& out) {
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+            return ec == std::errc() && end != text.data();
+          };
           Accounted a;
-          a.eligible = std::stoll(f[1]);
-          a.start = std::stoll(f[2]);
-          a.end = std::stoll(f[3]);
+          int64_t id = 0;
+          if (!number(f[0], id) || !number(f[1], a.eligible) || !number(f[2], a.start) ||
+              !number(f[3], a.end)) {
+            return false;
+          }
           const size_t at = f[4].find("gres/gpu=");
-          if (at != std::string::npos) a.gpus = std::stoll(f[4].substr(at + 9));
-          jobs[std::stoll(f[0])] = a;
+          if (at != std::string::npos && !number(std::string_view(f[4]).substr(at + 9), a.gpus)) {
+            return false;
+          }
+          jobs[id] = a;
         }
         return jobs.size() == ids.size();
       },
