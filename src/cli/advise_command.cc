@@ -53,8 +53,14 @@ std::string CatalogDir() {
   return candidates[1];
 }
 
+// A model's directory (a Hugging Face download) stands for the config.json in it.
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
 bool LooksLikePath(const std::string& model) {
-  return model.find('/') != std::string::npos || model.ends_with(".json");
+  return model.find('/') != std::string::npos || model.ends_with(".json") || IsDirectory(model);
 }
 
 // The catalog name nearest to `name`, for "did you mean".
@@ -95,9 +101,11 @@ Result<plan::ModelSpec> ResolveModel(const plan::Catalog& catalog, const AdviseA
   }
   if (LooksLikePath(args.model)) {
     *code = kExitBadInput;
-    Result<std::string> text = os::ReadFileBounded(args.model, kMaxConfigBytes);
+    const std::string path =
+        IsDirectory(args.model) ? (fs::path(args.model) / "config.json").string() : args.model;
+    Result<std::string> text = os::ReadFileBounded(path, kMaxConfigBytes);
     if (!text.ok()) return MakeError("bad_input", SanitizeForTerminal(text.error().message));
-    return plan::ParseHfConfig(*text, args.model);
+    return plan::ParseHfConfig(*text, path);
   }
   if (const plan::ModelSpec* m = catalog.FindModel(args.model)) return *m;
   std::string names;
@@ -262,8 +270,8 @@ CLI::App* AddAdviseSubcommand(CLI::App& app, AdviseArgs& args) {
       "(docs/advise.md)");
   advise
       ->add_option("model", args.model,
-                   "A catalog model (llama-3-8b, mistral-7b, ...) or the path of a Hugging Face "
-                   "config.json")
+                   "A catalog model (llama-3-8b, mixtral-8x7b, ...), the path of a Hugging Face "
+                   "config.json, or a model's directory holding one")
       ->type_name("MODEL");
   advise->add_option("--params", args.params, "Only a parameter count, e.g. 7B, 350M")
       ->type_name("COUNT")

@@ -201,6 +201,10 @@ TEST(AdviseE2e, AConfigJsonIsReadAsTheCatalogModel) {
   EXPECT_EQ(from_file["model"]["params"], from_catalog["model"]["params"]);
   EXPECT_EQ(from_file["estimate"]["total_bytes"], from_catalog["estimate"]["total_bytes"]);
   EXPECT_EQ(from_file["model"]["source"], path);
+  // The model's directory stands for its config.json.
+  const json from_dir = AdviseJson({dir.path(), "--offline"});
+  EXPECT_EQ(from_dir["model"]["params"], from_catalog["model"]["params"]);
+  EXPECT_EQ(from_dir["model"]["source"], dir.path() + "/config.json");
 }
 
 // A mixture of experts: every expert's weights are held, the routed ones'
