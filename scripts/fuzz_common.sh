@@ -21,7 +21,8 @@ gw_fuzz_dict() {
 gw_fuzz_max_len() {
   case $1 in
     units) echo 64 ;;
-    history_point | config | web_request | model_config | capacity_sacct) echo 4096 ;;
+    history_point | config | web_request | model_config) echo 4096 ;;
+    capacity_sacct) echo 1024 ;;  # Ten jobs' lines; every job adds spans to analyse and render.
     nvrm) echo 8192 ;;
   esac
 }
