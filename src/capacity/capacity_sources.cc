@@ -162,7 +162,7 @@ Result<CapacityInput> InputFromSlurm(const std::vector<SacctJob>& jobs,
     j.chose_to_wait = !s.eligible_s && !started;
     j.eligible_s = s.eligible_s.value_or(s.submit_s.value_or(from_s));
     if (s.node_list != "None assigned" && !s.node_list.empty()) {
-      Result<std::vector<std::string>> nodes = slurm::ExpandHostlist(s.node_list);
+      Result<std::vector<std::string>> nodes = slurm::ExpandHostlist(s.node_list, kMaxJobNodes);
       if (!nodes.ok()) {
         return MakeError("malformed", "sacct job " + s.id + ": " + nodes.error().message);
       }

@@ -58,9 +58,15 @@ Result<std::vector<SacctJob>> ParseSacct(std::string_view text);
 // `runner` (its errors as slurm::OutputOf's, then ParseSacct's).
 Result<std::vector<SacctJob>> ReadSacct(os::CommandRunner& runner, int64_t since_s, int timeout_ms);
 
+// The most nodes one job's NodeList may name: more than any Slurm cluster
+// has. A list that expands past it ("r[1-1000]n[1-1000]") is refused rather
+// than spelt out name by name (a few hundred bytes of sacct asked for
+// gigabytes; found by fuzz_capacity_sacct).
+inline constexpr size_t kMaxJobNodes = 65536;
+
 // The input from Slurm: `jobs` over [from_s, to_s), the fleet from `sinfo`.
 // Jobs without GPUs are left out. Errors: "malformed" for a NodeList that is
-// not a hostlist.
+// not a hostlist or names more than kMaxJobNodes nodes.
 Result<CapacityInput> InputFromSlurm(const std::vector<SacctJob>& jobs,
                                      const slurm::SinfoDocument& sinfo, int64_t from_s,
                                      int64_t to_s, int64_t utc_offset_s);

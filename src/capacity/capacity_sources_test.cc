@@ -63,6 +63,22 @@ TEST(CapacitySourcesTest, SacctLinesAreRead) {
 // n1 runs jobs over [100,2100) and [5000,6000): one idle gap of 2900 s ->
 // SuspendTime 48 min. One GPU is held all the time: the busiest node (n2,
 // 2 x 2000 + 1 x 10000 GPU-s against n1's 6000) stays on. n3 ran nothing.
+// A NodeList naming more nodes than any cluster has is refused, not spelt out
+// (found by fuzz_capacity_sacct: a few hundred bytes asked for gigabytes).
+TEST(CapacitySourcesTest, ANodeListPastTheLargestClusterIsRefused) {
+  Result<std::vector<SacctJob>> jobs = ParseSacct(
+      "1|u|gpu|0|0|0|100|COMPLETED|gres/gpu=1|gres/gpu=1|r[1-300]n[1-300]\n"
+      "2|u|gpu|0|0|0|100|COMPLETED|gres/gpu=1|gres/gpu=1|n[1-65536]\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.error().message;
+  Result<CapacityInput> in = InputFromSlurm(*jobs, ThreeNodes(), 0, 1000, 0);
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.error().code, "malformed");
+  EXPECT_NE(in.error().message.find("sacct job 1: "), std::string::npos) << in.error().message;
+  EXPECT_NE(in.error().message.find("65536"), std::string::npos) << in.error().message;
+  jobs->erase(jobs->begin());  // 65,536 nodes is still a cluster.
+  EXPECT_TRUE(InputFromSlurm(*jobs, ThreeNodes(), 0, 1000, 0).ok());
+}
+
 TEST(CapacitySourcesTest, SlurmAccountingGivesTheFiguresComputedByHand) {
   Result<std::vector<SacctJob>> jobs = ParseSacct(kSacct);
   ASSERT_TRUE(jobs.ok());
