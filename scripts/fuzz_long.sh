@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$out/corpus/$t" "$out/artifacts"
   dict=$(gw_fuzz_dict "$t")
   max_len=$(gw_fuzz_max_len "$t")
-  log=$out/long-$t.log
+  log=$out/long-$t${GW_FUZZ_JOB:+-$GW_FUZZ_JOB}.log  # GW_FUZZ_JOB: runs of one target side by side
   before=$(ls "$out/artifacts" | grep -c "^$t-" || true)
   start=$(date +%s)
   run_low "$out/fuzz_$t" -runs="$runs" -max_total_time="$max_seconds" -timeout=20 \
