@@ -1,10 +1,13 @@
 // For tests: an os::CommandRunner that answers each command as scripted,
 // keyed by its whole argv joined by spaces ("scontrol -o show node n2"); any
 // other command is "not_found", as a missing program is. It records what ran.
+// Run is safe from several threads, as the interface requires; set answers
+// and read ran only while no Run is in flight.
 #ifndef GPUWARDEN_OS_FAKE_COMMAND_RUNNER_H_
 #define GPUWARDEN_OS_FAKE_COMMAND_RUNNER_H_
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@ class FakeCommandRunner final : public CommandRunner {
                             const CommandOptions& /*options*/) override {
     std::string key;
     for (const std::string& a : argv) key += (key.empty() ? "" : " ") + a;
+    const std::lock_guard<std::mutex> lock(mutex_);
     ran.push_back(key);
     auto it = answers.find(key);
     if (it == answers.end()) return MakeError("not_found", argv[0] + ": not found");
@@ -35,6 +39,9 @@ class FakeCommandRunner final : public CommandRunner {
     out.err = it->second.err;
     return out;
   }
+
+ private:
+  std::mutex mutex_;
 };
 
 }  // namespace gw::os

@@ -49,7 +49,8 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
                                  const CommandOptions& options = {});
 
 // Runs argv through a function: the seam for code that runs programs, with a
-// fake beside its tests.
+// fake beside its tests. Run may be called from several threads at once
+// (gpuwarden-power runs nodes in parallel); implementations must allow it.
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
