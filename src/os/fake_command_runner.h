@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "os/run_command.h"
@@ -17,6 +18,11 @@ namespace gw::os {
 
 class FakeCommandRunner final : public CommandRunner {
  public:
+  FakeCommandRunner() = default;
+  // Moves the script and the record; the lock is the new object's own.
+  FakeCommandRunner(FakeCommandRunner&& other) noexcept
+      : answers(std::move(other.answers)), ran(std::move(other.ran)) {}
+
   struct Answer {
     int exit_code = 0;
     std::string out;
