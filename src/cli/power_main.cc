@@ -76,10 +76,13 @@ int main(int argc, char** argv) {
     if (args[i] == "--log") log_path = args[i + 1];
   }
   FILE* log_file = nullptr;
+  std::string log_problem;
   if (!log_path.empty()) {
     log_file = fopen(log_path.c_str(), "ae");
+    // Not fatal: a node Slurm asked for still gets its command.
     if (log_file == nullptr) {
-      syslog(LOG_ERR, "cannot open the log %s: %s", log_path.c_str(), strerror(errno));
+      log_problem = "cannot open the log " + log_path + ": " + strerror(errno) +
+                    " (logging to syslog and stderr only)";
     }
   }
   const std::string pid = std::to_string(getpid());
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
     }
     fputs(stamped.c_str(), stderr);
   };
+  if (!log_problem.empty()) log(log_problem);
   gw::os::RealCommandRunner runner;
   const int code = gw::capacity::RunPower(args, runner, log);
   if (log_file != nullptr) fclose(log_file);

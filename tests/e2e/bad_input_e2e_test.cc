@@ -1,6 +1,7 @@
 // Bad input end to end: each gives one clear error naming the input and the
 // problem, a documented exit code, and no crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -129,6 +130,23 @@ TEST(BadInputE2e, EmptyValuesAreUsageErrorsNamingTheOption) {
     ExpectOneLineError(r, 2, option + ": empty value");
     EXPECT_EQ(r.out, "");  // No verdict on bad input.
   }
+}
+
+// A log that cannot be opened is said where Slurm keeps the program's stderr,
+// and the nodes Slurm asked for are still powered: the log is not the job.
+TEST(BadInputE2e, PowerWithAnUnopenableLogSaysSoAndStillRunsEveryNode) {
+  TempDir dir;
+  const std::string log = dir.path() + "/missing-dir/power.log";
+  const std::string marker = dir.path() + "/{node}.started";
+  const RunResult r = RunProcess({std::string(GW_BINARY_DIR) + "/gpuwarden-power", "resume",
+                                  "n[1-2]", "--log", log, "--", "/usr/bin/touch", marker});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cannot open the log " + log + ": No such file or directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("resume n2: done"), std::string::npos) << r.err;
+  EXPECT_EQ(access((dir.path() + "/n1.started").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir.path() + "/n2.started").c_str(), F_OK), 0);
 }
 
 TEST(BadInputE2e, HelpDocumentsExitCodes) {
