@@ -57,6 +57,9 @@ Result<PowerArgs> ParsePowerArgs(const std::vector<std::string>& argv) {
         return Usage("--timeout: \"" + value +
                      "\" is not a duration: 30s, 5m, 2h or plain seconds");
       }
+      if (*s < 0.001 || *s > kMaxPowerTimeoutS) {
+        return Usage("--timeout: \"" + value + "\" is outside 1 ms to 1d");
+      }
       a.timeout_s = *s;
     } else if (flag == "--parallel") {
       const bool digits = !value.empty() && value.size() < 5 &&

@@ -31,6 +31,10 @@ inline constexpr int kPowerExitOk = 0;
 inline constexpr int kPowerExitFailed = 1;
 inline constexpr int kPowerExitUsage = 2;
 
+// The longest --timeout: a day, far past any cloud's start or stop call, and
+// within the milliseconds an os::CommandOptions holds.
+inline constexpr double kMaxPowerTimeoutS = 86400;
+
 struct PowerArgs {
   std::string action;  // "resume" or "suspend"
   std::string hostlist;
@@ -43,7 +47,7 @@ struct PowerArgs {
 // argv without the program name. Errors ("usage"), one line naming the
 // problem: an unknown action or option, no command after "--", a command
 // that is not an absolute path (a template not filled in is named as such),
-// a command without {node}.
+// a command without {node}, a --timeout outside 1 ms to kMaxPowerTimeoutS.
 Result<PowerArgs> ParsePowerArgs(const std::vector<std::string>& argv);
 
 struct NodeCommand {

@@ -33,6 +33,11 @@ TEST(PowerTest, ArgumentsAreCheckedAndTheTemplateMustBeFilledIn) {
             "the command must name the node: put {node} where it goes");
   EXPECT_EQ(UsageError({"suspend", "n1", "--timeout", "soon", "--", "/bin/x", "{node}"}),
             "--timeout: \"soon\" is not a duration: 30s, 5m, 2h or plain seconds");
+  EXPECT_EQ(UsageError({"suspend", "n1", "--timeout", "100000d", "--", "/bin/x", "{node}"}),
+            "--timeout: \"100000d\" is outside 1 ms to 1d");
+  EXPECT_EQ(UsageError({"suspend", "n1", "--timeout", "0.0001", "--", "/bin/x", "{node}"}),
+            "--timeout: \"0.0001\" is outside 1 ms to 1d");
+  EXPECT_TRUE(ParsePowerArgs({"suspend", "n1", "--timeout", "1d", "--", "/bin/x", "{node}"}).ok());
   EXPECT_EQ(UsageError({"suspend", "n1", "/bin/x", "{node}"}),
             "unknown option /bin/x "
             "(--timeout, --parallel, --log, "
