@@ -21,7 +21,6 @@ namespace {
 using namespace gw;            // NOLINT
 using namespace gw::diagnose;  // NOLINT
 using fixtures::HealthyServer;
-using fixtures::kMiB;
 using fixtures::kT0;
 
 constexpr unsigned kGpus = 8;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "lcg.h"
 #include "queue/policy.h"
 
@@ -33,8 +34,6 @@ namespace {
 
 using namespace gw;         // NOLINT
 using namespace gw::queue;  // NOLINT
-
-constexpr uint64_t kGiB = 1ull << 30;
 constexpr int64_t kNow = 1'800'000'000'000;
 constexpr unsigned kGpus = 8;
 constexpr unsigned kUsers = 50;

@@ -21,8 +21,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_BUILD_TESTS=OFF \
     -DGW_BUILD_BENCH=OFF >/dev/null
 fi
-if grep -q '^GW_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
-  echo "package: $build is a sanitizer build (GW_SANITIZE=ON); package a plain one" >&2
+if grep -q '^GW_\(SANITIZE\|FUZZ\):BOOL=ON' "$build/CMakeCache.txt"; then
+  echo "package: $build is a sanitizer build (GW_SANITIZE or GW_FUZZ); package a plain one" >&2
   exit 1
 fi
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" \

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "gtest/gtest.h"
 #include "sim_test_util.h"
 
@@ -163,9 +164,6 @@ struct Writer {
     Put(key, v.is_null() ? std::string("NOT_SUPPORTED") : std::to_string(v.get<bool>() ? 1 : 0));
   }
 };
-
-constexpr uint64_t kMiB = 1 << 20;
-
 // Scenario processes with their PIDs resolved (`pid_of_env` stands for every env: PID).
 struct Proc {
   uint64_t pid;

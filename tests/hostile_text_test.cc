@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
+#include "core/units.h"
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
 #include "fleet/metrics.h"
@@ -83,7 +84,7 @@ Snapshot ServerWith(const std::string& text) {
   Snapshot s = diagnose::fixtures::HealthyServer(1);
   diagnose::fixtures::AddProcess(
       s, diagnose::fixtures::Proc{
-             .pid = kPid, .bytes = 10 * diagnose::kGiB, .sm = 0, .user = text, .comm = text});
+             .pid = kPid, .bytes = 10 * kGiB, .sm = 0, .user = text, .comm = text});
   s.processes.at(kPid).cmdline = {text, "--x=" + text};
   s.gpus[0].processes.back().name = text;
   return s;

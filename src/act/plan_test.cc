@@ -1,4 +1,5 @@
 #include "act/plan.h"
+#include "core/units.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +7,6 @@
 
 namespace gw::act {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 constexpr uid_t kAlice = 1001;
 constexpr uid_t kBob = 1002;
 

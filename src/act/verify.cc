@@ -1,4 +1,5 @@
 #include "act/verify.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <map>
@@ -6,9 +7,6 @@
 
 namespace gw::act {
 namespace {
-
-constexpr uint64_t kMiB = 1024 * 1024;
-
 const Gpu* FindGpu(const Snapshot& s, unsigned index) {
   for (const Gpu& g : s.gpus) {
     if (g.index == index) return &g;

@@ -1,13 +1,10 @@
 #include "act/verify.h"
+#include "core/units.h"
 
 #include <gtest/gtest.h>
 
 namespace gw::act {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kMiB = 1ull << 20;
-
 Gpu MakeGpu(unsigned index, uint64_t used, std::vector<std::pair<pid_t, uint64_t>> procs) {
   Gpu g;
   g.index = index;

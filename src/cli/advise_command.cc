@@ -12,6 +12,7 @@
 #include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/judge.h"
+#include "cli/terminal.h"
 #include "core/edit_distance.h"
 #include "core/json_out.h"
 #include "core/text.h"
@@ -28,14 +29,7 @@ namespace gw::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr size_t kMaxConfigBytes = size_t{4} << 20;
-
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
-  return code;
-}
 
 // $GPUWARDEN_CATALOG_DIR; else beside the program (the build tree's
 // catalog/), else the installed share/gpuwarden/catalog (the program is in

@@ -24,11 +24,6 @@
 namespace gw::cli {
 namespace {
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
-  return code;
-}
-
 std::optional<uid_t> ResolveUser(const std::string& name) {
   if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
       name.size() < 10) {

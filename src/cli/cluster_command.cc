@@ -24,13 +24,13 @@ namespace {
 
 // Slurm's documents, or nullopt after the failure was reported (one line on
 // stderr; with --json also a document holding the error).
-std::optional<slurm::SlurmLook> Look(os::CommandRunner& runner, double timeout_s, bool json,
+std::optional<slurm::SlurmLook> Look(os::CommandRunner& runner, double timeout_s, bool as_json,
                                      const char* schema) {
   slurm::ReaderOptions options;
   options.timeout_ms = static_cast<int>(timeout_s * 1000);
   Result<slurm::SlurmLook> look = slurm::ReadSlurm(runner, options);
   if (look.ok()) return std::move(*look);
-  if (json) {
+  if (as_json) {
     nlohmann::json doc = {
         {"schema", schema},
         {"schema_version", 1},

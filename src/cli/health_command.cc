@@ -21,11 +21,6 @@
 namespace gw::cli {
 namespace {
 
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
-}
-
 // Slurm's reason field is shown in one line by sinfo -R; a long one only wraps.
 constexpr int kDrainReasonColumns = 200;
 

@@ -33,11 +33,6 @@ namespace {
 
 using nlohmann::json;
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
-  return code;
-}
-
 int ErrorExit(const Error& e) {
   std::fprintf(stderr, "gpuwarden: %s\n", SanitizeForTerminal(e.message).c_str());
   return ExitCodeForError(e);

@@ -21,6 +21,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
+#include "cli/terminal.h"
 #include "core/json_out.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -39,9 +40,9 @@ namespace {
 
 constexpr char kJobsSchema[] = "gpuwarden.slurm_jobs";
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuwarden: %s\n", SanitizeForTerminal(message).c_str());
-  return code;
+// Slurm's own words are in these messages.
+int FailSanitized(int code, const std::string& message) {
+  return Fail(code, SanitizeForTerminal(message));
 }
 
 os::CommandOptions Deadline(double seconds) {
@@ -57,7 +58,7 @@ std::string FirstLine(const std::string& text) {
 
 // A Slurm client that could not be run, or ran and failed: one line, exit 20.
 int SlurmUnavailable(const std::string& message) {
-  return Fail(kExitSlurmUnavailable, "cannot ask Slurm: " + message);
+  return FailSanitized(kExitSlurmUnavailable, "cannot ask Slurm: " + message);
 }
 
 // The wrapper script sbatch is given (slurm::kExecScript), removed once
@@ -149,7 +150,7 @@ int WaitForJob(int64_t id, double timeout_s, os::CommandRunner& runner) {
       // A controller that restarts, a slow answer: a few tries before giving up.
       const std::string why = shown.ok() ? "scontrol " + shown->Describe() : shown.error().message;
       if (shown.ok() && shown->err.find("Invalid job id") != std::string::npos) {
-        return Fail(1, "Slurm no longer knows job " + id_text + " (it ended long ago?)");
+        return FailSanitized(1, "Slurm no longer knows job " + id_text + " (it ended long ago?)");
       }
       if (++failures >= 5) return SlurmUnavailable(why);
     } else {
@@ -290,7 +291,7 @@ int RunSlurmSubmit(const RunArgs& args, os::CommandRunner& runner) {
   queue::JobSpec spec;
   if (std::optional<int> refused = SpecFromRunArgs(args, spec)) return *refused;
   if (std::optional<std::string> why = NotForSlurm(spec)) {
-    return Fail(kExitUsage, *why + "; not with --slurm");
+    return FailSanitized(kExitUsage, *why + "; not with --slurm");
   }
   slurm::ClusterView view;
   if (spec.gpus > 0) {
@@ -302,7 +303,7 @@ int RunSlurmSubmit(const RunArgs& args, os::CommandRunner& runner) {
   }
   Result<TempScript> script = TempScript::Write();
   if (!script.ok())
-    return Fail(kExitInternal, "cannot write the batch script: " + script.error().message);
+    return FailSanitized(kExitInternal, "cannot write the batch script: " + script.error().message);
   slurm::SlurmSubmit submit;
   submit.command = spec.argv;
   submit.name = spec.name;
@@ -313,7 +314,8 @@ int RunSlurmSubmit(const RunArgs& args, os::CommandRunner& runner) {
   submit.cwd = spec.cwd;
   submit.script_path = script->path();
   Result<slurm::SbatchPlan> plan = slurm::PlanSbatch(submit, spec.gpus > 0 ? &view : nullptr);
-  if (!plan.ok()) return Fail(kExitUnsatisfiable, plan.error().message + "; not submitted");
+  if (!plan.ok())
+    return FailSanitized(kExitUnsatisfiable, plan.error().message + "; not submitted");
   for (const std::string& note : plan->notes) std::fprintf(stderr, "gpuwarden: %s\n", note.c_str());
   Result<os::CommandOutput> sbatch = runner.Run(plan->argv, Deadline(args.slurm_timeout_s));
   if (!sbatch.ok()) return SlurmUnavailable(sbatch.error().message);
@@ -321,8 +323,8 @@ int RunSlurmSubmit(const RunArgs& args, os::CommandRunner& runner) {
     const std::string said = FirstLine(sbatch->err.empty() ? sbatch->out : sbatch->err);
     const bool never =
         said.find("Requested node configuration is not available") != std::string::npos;
-    return Fail(never ? kExitUnsatisfiable : kExitRefusedByDaemon,
-                "Slurm refused the job: " + (said.empty() ? sbatch->Describe() : said));
+    return FailSanitized(never ? kExitUnsatisfiable : kExitRefusedByDaemon,
+                         "Slurm refused the job: " + (said.empty() ? sbatch->Describe() : said));
   }
   Result<int64_t> id = slurm::ParseSbatchJobId(sbatch->out);
   if (!id.ok()) return SlurmUnavailable(id.error().message);
@@ -339,7 +341,8 @@ int RunSlurmQueue(const QueueArgs& args, os::CommandRunner& runner) {
 }
 
 int RunSlurmJobs(const QueueArgs& args, os::CommandRunner& runner) {
-  if (!args.ids.empty()) return Fail(kExitUsage, "jobs --slurm: lists your jobs; name none");
+  if (!args.ids.empty())
+    return FailSanitized(kExitUsage, "jobs --slurm: lists your jobs; name none");
   return ListJobs(args, runner, /*only_mine=*/true);
 }
 
@@ -391,7 +394,7 @@ int RunParsedSlurmSubcommand(const QueueCommands& q, os::CommandRunner& runner) 
   auto cancel = q.controls.find("cancel");
   if (cancel != q.controls.end() && parsed(cancel->second))
     return RunSlurmCancel(q.queue_args, runner);
-  return Fail(kExitUsage, "--slurm: only run, queue, jobs and cancel");
+  return FailSanitized(kExitUsage, "--slurm: only run, queue, jobs and cancel");
 }
 
 }  // namespace gw::cli

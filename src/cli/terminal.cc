@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -44,5 +45,15 @@ int WidthOr(int fallback) {
 int OutputWidth() { return WidthOr(kUnlimitedWidth); }
 
 int ChartWidth() { return WidthOr(100); }
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
+  return code;
+}
+
+void Print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+}
 
 }  // namespace gw::cli

@@ -24,6 +24,14 @@ int OutputWidth();
 // columns, else COLUMNS, else 100. A chart is not text that can be cut.
 int ChartWidth();
 
+// Says "gpuwarden: MESSAGE" on stderr and returns `code`: how a command
+// reports the error that ends it. MESSAGE is written as it is; text from
+// other processes in it is the caller's to sanitise.
+int Fail(int code, const std::string& message);
+
+// Writes `text` to stdout, with a newline after it unless it ends in one.
+void Print(const std::string& text);
+
 }  // namespace gw::cli
 
 #endif  // GPUWARDEN_CLI_TERMINAL_H_

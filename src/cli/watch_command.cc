@@ -48,11 +48,6 @@ constexpr int64_t kQueueTimeoutMs = 300;
 // light looks between (collect/cached_collector.h).
 constexpr int64_t kFullLookEveryMs = 60'000;
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuwarden: %s\n", message.c_str());
-  return code;
-}
-
 std::string ItemCommand(const act::PlanItem& item) {
   if (!item.cmdline.empty()) return JoinCommandLine(item.cmdline);
   if (item.comm) return "[" + SanitizeForTerminal(*item.comm) + "]";

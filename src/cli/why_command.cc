@@ -23,11 +23,6 @@
 namespace gw::cli {
 namespace {
 
-void Print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
-}
-
 int JudgeErrorExit(const Error& e) {
   std::fprintf(stderr, "gpuwarden: %s\n", e.message.c_str());
   if (e.code == "usage") return kExitUsage;

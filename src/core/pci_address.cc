@@ -17,7 +17,7 @@ int HexValue(char c) {
 bool HexAt(std::string_view s, size_t i) { return i < s.size() && HexValue(s[i]) >= 0; }
 
 // NUL too: a buffer from the driver may be padded with it.
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0'; }
+bool IsSpaceOrNul(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0'; }
 
 }  // namespace
 
@@ -75,8 +75,8 @@ std::optional<PciAddressRead> ReadPciAddress(std::string_view text) {
 }
 
 std::optional<PciAddress> ParsePciAddress(std::string_view text) {
-  while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
-  while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
+  while (!text.empty() && IsSpaceOrNul(text.front())) text.remove_prefix(1);
+  while (!text.empty() && IsSpaceOrNul(text.back())) text.remove_suffix(1);
   if (text.starts_with("PCI:")) text.remove_prefix(4);
   const std::optional<PciAddressRead> read = ReadPciAddress(text);
   if (!read || read->length != text.size()) return std::nullopt;

@@ -19,11 +19,11 @@ constexpr std::array<const char*, 6> kBinaryUnits = {"KiB", "MiB", "GiB", "TiB",
 
 char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   return s;
 }
 
@@ -176,7 +176,7 @@ Result<double> ParseDuration(std::string_view text) {
     }
     s = Trim(s.substr(num_len));
     size_t unit_len = 0;
-    while (unit_len < s.size() && !IsDigit(s[unit_len]) && !IsSpace(s[unit_len])) ++unit_len;
+    while (unit_len < s.size() && !IsDigit(s[unit_len]) && !IsBlank(s[unit_len])) ++unit_len;
     const std::string unit = Lower(s.substr(0, unit_len));
     s = Trim(s.substr(unit_len));
     double factor = 0;

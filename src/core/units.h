@@ -12,6 +12,12 @@
 
 namespace gw {
 
+// Binary sizes in bytes: the one home of these constants.
+inline constexpr uint64_t kKiB = uint64_t{1} << 10;
+inline constexpr uint64_t kMiB = uint64_t{1} << 20;
+inline constexpr uint64_t kGiB = uint64_t{1} << 30;
+inline constexpr uint64_t kTiB = uint64_t{1} << 40;
+
 // Formats a byte count with the largest binary unit that keeps the number
 // >= 1: "0 B", "1023 B", "512 MiB", "79.6 GiB", "1.5 TiB". An exact multiple of
 // the unit prints without decimals ("512 MiB" is exactly 512 MiB); anything

@@ -9,12 +9,6 @@
 
 namespace gw {
 namespace {
-
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = kKiB * 1024;
-constexpr uint64_t kGiB = kMiB * 1024;
-constexpr uint64_t kTiB = kGiB * 1024;
-
 TEST(FormatBytes, SmallValuesAreExact) {
   EXPECT_EQ(FormatBytes(0), "0 B");
   EXPECT_EQ(FormatBytes(1), "1 B");

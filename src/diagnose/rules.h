@@ -20,14 +20,12 @@
 
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "core/units.h"
 #include "diagnose/finding.h"
 #include "kmsg/event_age.h"
 #include "kmsg/kernel_event.h"
 
 namespace gw::diagnose {
-
-inline constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 // What the caller wants to run: `gpus` GPUs with `bytes_per_gpu` free each,
 // optionally all joined by NVLink.
 struct NeedRequest {

@@ -14,10 +14,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace fixtures;  // NOLINT
 
-Diagnosis DiagnoseOne(const Snapshot& s, const DiagnoseOptions& o = {}) {
-  return Diagnose(std::span<const Snapshot>(&s, 1), o);
-}
-
 const GpuVerdict& At(const Diagnosis& d, unsigned index) {
   for (const GpuVerdict& g : d.gpus) {
     if (g.index == index) return g;

@@ -16,13 +16,13 @@
 #include <fmt/format.h>
 
 #include "core/snapshot.h"
+#include "core/units.h"
 #include "diagnose/catalog.h"
 #include "diagnose/finding.h"
 #include "diagnose/rules.h"
+#include "diagnose/verdict.h"
 
 namespace gw::diagnose::fixtures {
-
-inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr int64_t kT0 = 1'767'000'000'000;  // Some time in 2025.
 
 // An idle, healthy H100 SXM: 80 GiB, 0 %, 30 C, P8, PCIe downshifted to Gen1
@@ -195,6 +195,12 @@ inline const Finding* Find(std::span<const Finding> findings, std::string_view c
 
 inline std::vector<Finding> RunOne(const Snapshot& s, const DiagnoseOptions& o = {}) {
   return RunRules(std::span<const Snapshot>(&s, 1), o);
+}
+
+// The diagnosis of one snapshot (no history before it).
+inline Diagnosis DiagnoseOne(const Snapshot& s, const DiagnoseOptions& o = {},
+                             std::span<const kmsg::KernelEvent> events = {}) {
+  return Diagnose(std::span<const Snapshot>(&s, 1), o, events);
 }
 
 inline std::vector<std::string> Codes(std::span<const Finding> findings) {

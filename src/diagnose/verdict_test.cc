@@ -13,11 +13,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using namespace fixtures;  // NOLINT
 
-Diagnosis DiagnoseOne(const Snapshot& s, const DiagnoseOptions& o = {},
-                      std::span<const kmsg::KernelEvent> events = {}) {
-  return Diagnose(std::span<const Snapshot>(&s, 1), o, events);
-}
-
 // Every GPU of `s` runs a real job: `gib` memory at `sm` %.
 void Busy(Snapshot& s, unsigned gpu, uint64_t gib, unsigned sm, std::string user, pid_t pid) {
   AddProcess(

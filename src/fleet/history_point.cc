@@ -36,7 +36,7 @@ struct Mean {
   double Get() const { return n == 0 ? kUnknown : sum / n; }
 };
 
-Result<double> NumFrom(const json& j, const char* key) {
+Result<double> NumberOrUnknown(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return kUnknown;
   if (!it->is_number()) return MakeError("malformed", fmt::format("history point: {}", key));
@@ -273,7 +273,7 @@ Result<HistoryPoint> PointFromJson(const json& j) {
                               {"mem_total_bytes", &gp.mem_total_bytes},
                               {"power_w", &gp.power_w},
                               {"temp_c", &gp.temp_c}}) {
-      Result<double> v = NumFrom(g, key);
+      Result<double> v = NumberOrUnknown(g, key);
       if (!v.ok()) return v.error();
       *field = *v;
     }
@@ -295,14 +295,14 @@ Result<HistoryPoint> PointFromJson(const json& j) {
                               {"idle_gpus", &up.idle_gpus},
                               {"vram_bytes", &up.vram_bytes},
                               {"idle_vram_bytes", &up.idle_vram_bytes}}) {
-      Result<double> v = NumFrom(u, key);
+      Result<double> v = NumberOrUnknown(u, key);
       if (!v.ok()) return v.error();
       *field = std::isnan(*v) ? 0 : *v;
     }
     p.users.push_back(up);
   }
   for (auto [key, field] : {std::pair{"queued", &p.queued}, {"running", &p.running}}) {
-    Result<double> v = NumFrom(j, key);
+    Result<double> v = NumberOrUnknown(j, key);
     if (!v.ok()) return v.error();
     *field = *v;
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/text.h"
+#include "core/units.h"
 #include "diagnose/test_util.h"
 #include "fleet/history_store.h"
 
@@ -44,7 +45,7 @@ HistoryPoint Second(int64_t t, double util, int alice_gpus = 1, bool idle = fals
 TEST(HistoryPoint, FromADiagnosedLook) {
   using namespace diagnose::fixtures;
   Snapshot s = HealthyServer(2);
-  AddProcess(s, Proc{.pid = 10, .gpu = 1, .bytes = 4 * diagnose::kGiB, .user = "bob"});
+  AddProcess(s, Proc{.pid = 10, .gpu = 1, .bytes = 4 * kGiB, .user = "bob"});
   s.gpus[0].power_draw_w.reset();
   const diagnose::Diagnosis d = diagnose::Diagnose(std::span<const Snapshot>(&s, 1), {});
   QueueStats q;
@@ -55,12 +56,12 @@ TEST(HistoryPoint, FromADiagnosedLook) {
   EXPECT_EQ(p.time_s, s.time_unix_ms / 1000);
   ASSERT_EQ(p.gpus.size(), 2u);
   EXPECT_TRUE(std::isnan(p.gpus[0].power_w));  // Unknown stays unknown.
-  EXPECT_EQ(p.gpus[1].mem_total_bytes, 80.0 * diagnose::kGiB);
+  EXPECT_EQ(p.gpus[1].mem_total_bytes, 80.0 * kGiB);
   ASSERT_TRUE(p.gpus[1].state.has_value());
   ASSERT_EQ(p.users.size(), 1u);
   EXPECT_EQ(p.users[0].user, "bob");
   EXPECT_EQ(p.users[0].gpus, 1);
-  EXPECT_EQ(p.users[0].vram_bytes, 4.0 * diagnose::kGiB);
+  EXPECT_EQ(p.users[0].vram_bytes, 4.0 * kGiB);
   EXPECT_EQ(p.queued, 4);
   EXPECT_EQ(p.running, 2);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "diagnose/catalog.h"
 #include "diagnose/test_util.h"
 #include "diagnose/verdict.h"
@@ -17,7 +18,6 @@ namespace gw::fleet {
 namespace {
 
 using diagnose::fixtures::AddProcess;
-using diagnose::fixtures::kMiB;
 using diagnose::fixtures::Proc;
 
 // One sample line, parsed.
@@ -86,13 +86,13 @@ FleetView ViewOf(Snapshot s) {
 
 TEST(Metrics, DcgmFieldsUnderDcgmLabels) {
   Snapshot s = diagnose::fixtures::HealthyServer(2);
-  AddProcess(s, Proc{.pid = 101, .gpu = 1, .bytes = 30 * diagnose::kGiB});
+  AddProcess(s, Proc{.pid = 101, .gpu = 1, .bytes = 30 * kGiB});
   const std::vector<Line> lines = Parse(RenderMetrics(ViewOf(s), {}));
   const std::vector<Line> used = Named(lines, "DCGM_FI_DEV_FB_USED");
   ASSERT_EQ(used.size(), 2u);
   EXPECT_EQ(used[0].labels.at("gpu"), "0");
   EXPECT_EQ(used[1].labels.at("gpu"), "1");
-  EXPECT_EQ(used[1].value, static_cast<double>((30 * diagnose::kGiB + kMiB) >> 20));
+  EXPECT_EQ(used[1].value, static_cast<double>((30 * kGiB + kMiB) >> 20));
   EXPECT_EQ(used[1].labels.at("UUID"), *s.gpus[1].uuid);
   EXPECT_EQ(used[1].labels.at("pci_bus_id"), *s.gpus[1].pci_bus_id);
   EXPECT_EQ(used[1].labels.at("device"), "nvidia1");
@@ -155,7 +155,7 @@ TEST(Metrics, TallyXidsMatchesTheKernelsBusIdInTheRunningBoot) {
 
 TEST(Metrics, ProcessesBelowTheThresholdAreSummedPerUser) {
   Snapshot s = diagnose::fixtures::HealthyServer(1);
-  AddProcess(s, Proc{.pid = 201, .gpu = 0, .bytes = 10 * diagnose::kGiB, .user = "alice"});
+  AddProcess(s, Proc{.pid = 201, .gpu = 0, .bytes = 10 * kGiB, .user = "alice"});
   AddProcess(s, Proc{.pid = 202, .gpu = 0, .bytes = 10 * kMiB, .user = "alice"});
   AddProcess(s, Proc{.pid = 203, .gpu = 0, .bytes = 20 * kMiB, .user = "alice"});
   AddProcess(s, Proc{.pid = 204, .gpu = 0, .bytes = 5 * kMiB, .user = "bob"});
@@ -167,7 +167,7 @@ TEST(Metrics, ProcessesBelowTheThresholdAreSummedPerUser) {
     by_user[l.labels.at("user")] += l.value;
   }
   EXPECT_EQ(by_pid.size(), 3u);
-  EXPECT_EQ(by_pid.at("201/alice"), 10.0 * diagnose::kGiB);
+  EXPECT_EQ(by_pid.at("201/alice"), 10.0 * kGiB);
   EXPECT_EQ(by_pid.at("other/alice"), 30.0 * kMiB);
   EXPECT_EQ(by_pid.at("other/bob"), 5.0 * kMiB);
   // The per-user totals agree with the per-process series.
@@ -202,7 +202,7 @@ TEST(Metrics, TheLargestProcessesKeepTheirSeriesPastTheCap) {
   for (pid_t p = 1000; p < 1020; ++p) {
     AddProcess(s, Proc{.pid = p, .gpu = 0, .bytes = 256 * kMiB, .user = "carol"});
   }
-  AddProcess(s, Proc{.pid = 2000, .gpu = 1, .bytes = 40 * diagnose::kGiB, .user = "dave"});
+  AddProcess(s, Proc{.pid = 2000, .gpu = 1, .bytes = 40 * kGiB, .user = "dave"});
   MetricsOptions o;
   o.max_process_series = 5;
   const std::vector<Line> mem =
@@ -222,7 +222,7 @@ TEST(Metrics, HostileProcessNamesStayText) {
   Snapshot s = diagnose::fixtures::HealthyServer(1);
   AddProcess(s, Proc{.pid = 301,
                      .gpu = 0,
-                     .bytes = diagnose::kGiB,
+                     .bytes = kGiB,
                      .user = "mallory",
                      .comm = "evil\"} 1\nfake_metric{a=\"b\x1b[2J\xff"});
   const std::string text = RenderMetrics(ViewOf(s), {});

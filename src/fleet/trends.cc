@@ -77,7 +77,7 @@ json RunJson(const Opt<diagnose::TrendRun>& run, int64_t as_of) {
           {"open_start", run->open_start}};
 }
 
-Result<int64_t> IntFrom(const json& j, const char* key) {
+Result<int64_t> RequiredInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) {
     return MakeError("malformed", fmt::format("trends: {}", key));
@@ -85,7 +85,7 @@ Result<int64_t> IntFrom(const json& j, const char* key) {
   return it->get<int64_t>();
 }
 
-Result<double> NumFrom(const json& j, const char* key) {
+Result<double> RequiredNumber(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) {
     return MakeError("malformed", fmt::format("trends: {}", key));
@@ -97,7 +97,7 @@ Result<Opt<diagnose::TrendRun>> RunFrom(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Opt<diagnose::TrendRun>();
   if (!it->is_object()) return MakeError("malformed", fmt::format("trends: {}", key));
-  Result<int64_t> since = IntFrom(*it, "since_unix_s");
+  Result<int64_t> since = RequiredInt(*it, "since_unix_s");
   if (!since.ok()) return since.error();
   auto open = it->find("open_start");
   if (open == it->end() || !open->is_boolean()) {
@@ -161,9 +161,9 @@ json TrendsToJson(const diagnose::Trends& t) {
 Result<diagnose::Trends> TrendsFromJson(const json& j) {
   if (!j.is_object()) return MakeError("malformed", "trends: not an object");
   diagnose::Trends t;
-  Result<int64_t> as_of = IntFrom(j, "as_of_unix_s");
+  Result<int64_t> as_of = RequiredInt(j, "as_of_unix_s");
   if (!as_of.ok()) return as_of.error();
-  Result<int64_t> from = IntFrom(j, "covered_from_unix_s");
+  Result<int64_t> from = RequiredInt(j, "covered_from_unix_s");
   if (!from.ok()) return from.error();
   t.as_of_unix_s = *as_of;
   t.covered_from_unix_s = *from;
@@ -206,11 +206,11 @@ Result<diagnose::Trends> TrendsFromJson(const json& j) {
     for (auto [key, into] :
          {std::pair{"waiting_now", &q.waiting_now}, std::pair{"waiting_then", &q.waiting_then},
           std::pair{"peak", &q.peak}}) {
-      Result<double> v = NumFrom(*queue, key);
+      Result<double> v = RequiredNumber(*queue, key);
       if (!v.ok()) return v.error();
       *into = *v;
     }
-    Result<int64_t> then_s = IntFrom(*queue, "then_unix_s");
+    Result<int64_t> then_s = RequiredInt(*queue, "then_unix_s");
     if (!then_s.ok()) return then_s.error();
     q.then_unix_s = *then_s;
     t.queue = q;

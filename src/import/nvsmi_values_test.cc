@@ -1,4 +1,5 @@
 #include "import/nvsmi_values.h"
+#include "core/units.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +8,6 @@
 
 namespace gw::import {
 namespace {
-
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-
 TEST(NvsmiValuesTest, TrimsXmlWhiteSpaceOnly) {
   EXPECT_EQ(TrimXmlSpace("\n\t  None \r\n"), "None");
   EXPECT_EQ(TrimXmlSpace("   "), "");

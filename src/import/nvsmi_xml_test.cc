@@ -1,4 +1,5 @@
 #include "import/nvsmi_xml.h"
+#include "core/units.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,9 +19,6 @@
 
 namespace gw::import {
 namespace {
-
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-
 std::string TestdataPath(const std::string& name) {
   return std::string(GW_SOURCE_DIR) + "/src/import/testdata/" + name;
 }

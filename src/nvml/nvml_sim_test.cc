@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "nvml/entry_points.h"
 #include "nvml/nvml_library.h"
 #include "nvml/probe.h"
@@ -25,8 +26,6 @@ namespace {
 
 constexpr char kSimLib[] = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
 constexpr char kLegacyLib[] = GW_BINARY_DIR "/sim/legacy/libnvidia-ml.so.1";
-constexpr uint64_t kMiB = 1ULL << 20;
-
 class SimTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,4 +1,5 @@
 #include "placement/placement.h"
+#include "core/units.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +13,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uint64_t kMargin = kDefaultMarginBytes;
 
 // An idle, healthy, empty GPU of `total_gib`.
@@ -228,7 +227,6 @@ TEST(ServerTest, FragmentedAndNotEnoughFree) {
 // gives (total - reserved - margin) and its total can never fit, whatever
 // ends (it was "not enough free now", so BUSY, for ever).
 TEST(ServerTest, NeverCountsTheDriversReservation) {
-  constexpr uint64_t kMiB = uint64_t{1} << 20;
   std::vector<GpuFacts> f = {Facts(0), Facts(1)};
   for (GpuFacts& g : f) {
     g.total_bytes = 81559 * kMiB;  // An H100 80GB as NVML reports it.

@@ -7,12 +7,11 @@
 #include <set>
 
 #include "core/text.h"
+#include "core/units.h"
 #include "os/file_io.h"
 
 namespace gw::plan {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr size_t kMaxCatalogBytes = size_t{4} << 20;
 
 bool SameName(std::string_view a, std::string_view b) {

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "core/units.h"
 #include "plan/test_catalog.h"
 #include "slurm/gpu_types.h"
 
@@ -12,8 +13,6 @@ namespace gw::plan {
 namespace {
 
 using ::testing::HasSubstr;
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 // Every entry of the repository's catalog has a source and sane values.
 TEST(RepoCatalog, EveryModelHasASourceAndASaneArchitecture) {
   const Catalog& c = RepoCatalog();

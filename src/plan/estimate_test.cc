@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "plan/fit.h"
 #include "plan/test_catalog.h"
 
@@ -10,10 +11,6 @@ namespace gw::plan {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 const Component& Part(const Estimate& e, const std::string& key) {
   for (const Component& c : e.components) {
     if (c.key == key) return c;

@@ -32,6 +32,7 @@
 namespace gw::proc {
 namespace {
 
+using testing::PasswdName;
 using testing::TempTree;
 
 // Starts children, each in its own process group, and on destruction kills
@@ -157,12 +158,6 @@ std::optional<std::string> ReadProcessComm(pid_t pid) {
   if (comm.empty()) return std::nullopt;
   comm.pop_back();  // The newline.
   return comm;
-}
-
-std::optional<std::string> PasswdName(uid_t uid) {
-  passwd* pw = getpwuid(uid);
-  if (pw == nullptr) return std::nullopt;
-  return std::string(pw->pw_name);
 }
 
 TEST(LiveProcess, SleepChild) {

@@ -16,6 +16,7 @@ namespace gw::proc {
 namespace {
 
 using namespace std::string_literals;
+using testing::PasswdName;
 using testing::TempTree;
 
 constexpr uint64_t kBootS = 1'700'000'000;
@@ -59,12 +60,6 @@ void WriteProcStat(const TempTree& t) {
 
 uint64_t Ticks() { return static_cast<uint64_t>(sysconf(_SC_CLK_TCK)); }
 uint64_t PageSize() { return static_cast<uint64_t>(sysconf(_SC_PAGESIZE)); }
-
-std::optional<std::string> PasswdName(uid_t uid) {
-  passwd* pw = getpwuid(uid);
-  if (pw == nullptr) return std::nullopt;
-  return std::string(pw->pw_name);
-}
 
 // The GPUs the driver probed, as /proc/driver/nvidia/gpus names them.
 TEST(ProcReaderFake, ListsTheDriversGpus) {

@@ -3,12 +3,14 @@
 #define GPUWARDEN_PROC_PROC_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace gw::proc::testing {
@@ -51,6 +53,14 @@ class TempTree {
  private:
   std::string root_;
 };
+
+// The user name of `uid` as the C library reads it: the tests' own oracle for
+// the owner that gw_proc reports.
+inline std::optional<std::string> PasswdName(uid_t uid) {
+  passwd* pw = getpwuid(uid);
+  if (pw == nullptr) return std::nullopt;
+  return std::string(pw->pw_name);
+}
 
 }  // namespace gw::proc::testing
 

@@ -1,4 +1,5 @@
 #include "queue/admission.h"
+#include "core/units.h"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +7,6 @@
 
 namespace gw::queue {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 JobSpec Spec(unsigned gpus, uint64_t vram_bytes) {
   JobSpec s;
   s.argv = {"/bin/true"};
@@ -71,7 +69,6 @@ TEST(Admission, RefusesMoreMemoryThanAnyGpuHas) {
 // need between "usable" and "total" can never be placed (why --need says
 // NEVER_FITS for it; the queue must not accept it to wait for ever).
 TEST(Admission, CountsTheDriversReservationAndTheMargin) {
-  constexpr uint64_t kMiB = uint64_t{1} << 20;
   AdmissionFacts h100;
   h100.gpus = {Gpu(0, 81559 * kMiB, 552 * kMiB), Gpu(1, 81559 * kMiB, 552 * kMiB)};
   EXPECT_EQ(Refusal(Spec(1, 79 * kGiB), h100),

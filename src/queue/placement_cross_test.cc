@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "diagnose/health.h"
 #include "diagnose/placement.h"
 #include "diagnose/test_util.h"
@@ -22,7 +23,6 @@
 namespace gw {
 namespace {
 
-using diagnose::kGiB;
 using namespace diagnose::fixtures;  // NOLINT
 
 // The answer, in words both sides can give.

@@ -1,4 +1,5 @@
 #include "queue/policy.h"
+#include "core/units.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,9 +19,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
-
-constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr int64_t kNow = 1'800'000'000'000;  // A whole minute, in ms.
 constexpr int64_t kHourMs = 3'600'000;
 

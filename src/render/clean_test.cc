@@ -10,8 +10,6 @@ namespace gw::render {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t kGiB = 1ull << 30;
-
 act::PlanItem Item(pid_t pid, act::Reason reason, std::string detail) {
   act::PlanItem i;
   i.pid = pid;

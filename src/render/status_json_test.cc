@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "render/test_snapshots.h"
 
 namespace gw::render {
@@ -16,9 +17,7 @@ using nlohmann::json;
 using testing::AllFixtures;
 using testing::BusyBox;
 using testing::Hostile;
-using testing::kGiB;
 using testing::kH100Total;
-using testing::kMiB;
 
 const json& ProcessOf(const json& doc, unsigned gpu, pid_t pid) {
   for (const json& p : doc.at("gpus").at(gpu).at("processes")) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/text.h"
+#include "core/units.h"
 #include "render/filter.h"
 #include "render/test_snapshots.h"
 
@@ -18,7 +19,6 @@ namespace {
 using testing::AllFixtures;
 using testing::BusyBox;
 using testing::Hostile;
-using testing::kGiB;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;

@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "render/test_snapshots.h"
 
 namespace gw::render {
 namespace {
 
 using testing::BusyBox;
-using testing::kGiB;
 
 TEST(UserLabel, NameThenUidThenQuestionMark) {
   Snapshot s = BusyBox();

@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "core/units.h"
 
 namespace gw::render::testing {
-
-inline constexpr uint64_t kMiB = uint64_t{1} << 20;
-inline constexpr uint64_t kGiB = uint64_t{1} << 30;
 inline constexpr uint64_t kH100Total = 81559 * kMiB;  // 85520809984 bytes.
 inline constexpr int64_t kTime = 1737368306000;       // 2025-01-20 10:18:26 UTC.
 

@@ -13,7 +13,7 @@ using nlohmann::json;
 using testing::BusyBox;
 using testing::BusyDiagnosis;
 
-WhyJsonContext Context() {
+WhyJsonContext WhyContext() {
   WhyJsonContext c;
   c.samples = 5;
   c.window_s = 4.5;
@@ -24,7 +24,7 @@ WhyJsonContext Context() {
 TEST(WhyJson, TopLevelShape) {
   Snapshot s = BusyBox();
   s.errors.push_back({"nvml", "gpu_lost", "GPU 3 is lost", 3u, 15});
-  const json j = WhyJson(BusyDiagnosis(), s, Context());
+  const json j = WhyJson(BusyDiagnosis(), s, WhyContext());
   EXPECT_EQ(j["schema"], "gpuwarden.why");
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["verdict"], "FAULT");
@@ -55,7 +55,7 @@ TEST(WhyJson, TopLevelShape) {
 }
 
 TEST(WhyJson, TrendsWhenTheDaemonsHistoryWasReadElseNullWithTheReason) {
-  json j = WhyJson(BusyDiagnosis(), BusyBox(), Context());
+  json j = WhyJson(BusyDiagnosis(), BusyBox(), WhyContext());
   EXPECT_TRUE(j["trends"].is_null());
   EXPECT_TRUE(j["trends_note"].is_null());
 
@@ -63,7 +63,7 @@ TEST(WhyJson, TrendsWhenTheDaemonsHistoryWasReadElseNullWithTheReason) {
   t.as_of_unix_s = 1'800'000'000;
   t.covered_from_unix_s = t.as_of_unix_s - 600;
   t.gpus.push_back({1, diagnose::TrendRun{t.as_of_unix_s - 300, true}, std::nullopt});
-  WhyJsonContext c = Context();
+  WhyJsonContext c = WhyContext();
   c.trends = &t;
   j = WhyJson(BusyDiagnosis(), BusyBox(), c);
   EXPECT_EQ(j["trends"]["gpus"][0]["idle_held"],
@@ -78,7 +78,7 @@ TEST(WhyJson, TrendsWhenTheDaemonsHistoryWasReadElseNullWithTheReason) {
 }
 
 TEST(WhyJson, GpusCarryIdentityVerdictAndTheirFindings) {
-  const json j = WhyJson(BusyDiagnosis(), BusyBox(), Context());
+  const json j = WhyJson(BusyDiagnosis(), BusyBox(), WhyContext());
   ASSERT_EQ(j["gpus"].size(), 4u);
   const json& g0 = j["gpus"][0];
   EXPECT_EQ(g0["index"], 0);
@@ -120,7 +120,7 @@ TEST(WhyJson, UnknownIsNull) {
   Snapshot s = BusyBox();
   s.time_unix_ms = 0;
   s.host.hostname.reset();
-  WhyJsonContext c = Context();
+  WhyJsonContext c = WhyContext();
   c.kernel_log_sources.clear();
   const json j = WhyJson(d, s, c);
   const json& g9 = j["gpus"][4];
@@ -140,7 +140,7 @@ TEST(WhyJson, UnknownIsNull) {
 }
 
 TEST(WhyJson, NeedIsEchoed) {
-  WhyJsonContext c = Context();
+  WhyJsonContext c = WhyContext();
   c.need = "2x24G";
   EXPECT_EQ(WhyJson(BusyDiagnosis(), BusyBox(), c)["need"], "2x24G");
 }
@@ -150,7 +150,7 @@ TEST(WhyJson, InvalidUtf8AndControlsNeverBreakTheDocument) {
   d.findings[0].message = "bad \xff\xfe bytes \x1b[2J \xc2\x9b \xe2\x80\xae";
   d.summary = "\xc3";
   d.users[0].user = "\x80user";
-  WhyJsonContext c = Context();
+  WhyJsonContext c = WhyContext();
   c.kernel_log_sources = {"/var/log/\xff"};
   std::string out;
   ASSERT_NO_THROW(out = RenderWhyJson(d, BusyBox(), c, true));

@@ -1,4 +1,5 @@
 #include "slurm/gpu_types.h"
+#include "core/units.h"
 
 #include <array>
 #include <cctype>
@@ -7,9 +8,6 @@
 
 namespace gw::slurm {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 // Model (lower case, no separators, no "nvidia"/"tesla"/"geforce"/"quadro")
 // and its memory as NVIDIA markets it, in GB, read as GiB: the driver's
 // figure is within a few percent of it (H100 80GB: 81,559 MiB).

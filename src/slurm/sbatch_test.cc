@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "slurm/gpu_types.h"
 
 namespace gw::slurm {
@@ -10,9 +11,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 TEST(GpuTypes, KnownModelsSizedNamesAndTheSmallestVariant) {
   EXPECT_EQ(GpuTypeMemoryBytes("a100"), 40 * kGiB);  // 40 or 80 GB: the smaller.
   EXPECT_EQ(GpuTypeMemoryBytes("A100"), 40 * kGiB);

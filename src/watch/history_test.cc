@@ -4,12 +4,11 @@
 
 #include <cmath>
 
+#include "core/units.h"
 #include "watch/test_fixtures.h"
 
 namespace gw::watch {
 namespace {
-
-using testing::kGiB;
 
 Snapshot WithUtil(unsigned util) {
   Snapshot s = testing::TwoGpus();

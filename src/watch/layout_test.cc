@@ -8,12 +8,11 @@
 #include <cmath>
 
 #include "core/text.h"
+#include "core/units.h"
 #include "watch/test_fixtures.h"
 
 namespace gw::watch {
 namespace {
-
-using testing::kGiB;
 
 struct Fixture {
   WatchModel model;

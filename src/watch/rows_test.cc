@@ -2,12 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "watch/test_fixtures.h"
 
 namespace gw::watch {
 namespace {
-
-using testing::kGiB;
 
 std::vector<pid_t> Pids(const std::vector<ProcessRow>& rows) {
   std::vector<pid_t> out;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "diagnose/verdict.h"
 #include "render/test_snapshots.h"
 #include "watch/model.h"
@@ -14,8 +15,6 @@ namespace gw::watch::testing {
 
 using render::testing::H100;
 using render::testing::Host;
-using render::testing::kGiB;
-using render::testing::kMiB;
 using render::testing::kTime;
 using render::testing::Proc;
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "e2e/e2e_util.h"
 #include "e2e/pty_process.h"
 #include "e2e/run_process.h"
@@ -33,8 +34,6 @@ namespace gw::test {
 namespace {
 
 using nlohmann::json;
-
-constexpr uint64_t kMiB = 1024ull * 1024ull;
 // Generous: a 2-core machine, and the suite also runs under AddressSanitizer.
 constexpr double kRunTimeoutS = 90;
 constexpr double kExitTimeoutS = 30;
@@ -67,7 +66,7 @@ class Workspace {
   std::string config_;
 };
 
-RunOptions SimOptions(const Workspace& ws, const std::map<std::string, pid_t>& pids = {}) {
+RunOptions SimOptionsIn(const Workspace& ws, const std::map<std::string, pid_t>& pids = {}) {
   RunOptions o;
   o.timeout_s = kRunTimeoutS;
   o.env["GPUWARDEN_NVML_LIB"] = std::nullopt;
@@ -143,7 +142,7 @@ std::set<pid_t> PlanPids(const json& out, const char* list) {
   return pids;
 }
 
-const json* Result(const json& out, pid_t pid) {
+const json* ResultFor(const json& out, pid_t pid) {
   if (!out.contains("results")) return nullptr;
   for (const json& r : out["results"]) {
     if (r.value("pid", -1) == pid) return &r;
@@ -224,7 +223,7 @@ TEST(CleanE2e, IdleHolderIsStoppedWithSigtermAndItsMemoryFreed) {
   const auto start_ticks = ProcessStartTicks(holder.pid());
   ASSERT_TRUE(start_ticks);
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -245,7 +244,7 @@ TEST(CleanE2e, IdleHolderIsStoppedWithSigtermAndItsMemoryFreed) {
   EXPECT_TRUE((*item)["because_of"].is_null());
   EXPECT_NE((*item)["command"].get<std::string>().find("sleep"), std::string::npos);
 
-  const json* result = Result(run.out, holder.pid());
+  const json* result = ResultFor(run.out, holder.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_EQ(Strings((*result)["signals"]), std::vector<std::string>{"SIGTERM"});
@@ -282,12 +281,12 @@ TEST(CleanE2e, HolderThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   // Until the exec, the shell itself would die of SIGTERM.
   ASSERT_TRUE(WaitUntil([&] { return CommOf(stubborn.pid()) == "sleep"; }, kExitTimeoutS));
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json", "--grace", "1s"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", stubborn.pid()}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", stubborn.pid()}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
   EXPECT_DOUBLE_EQ(run.out.value("grace_s", -1.0), 1.0);
-  const json* result = Result(run.out, stubborn.pid());
+  const json* result = ResultFor(run.out, stubborn.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "killed");
   EXPECT_EQ(Strings((*result)["signals"]), (std::vector<std::string>{"SIGTERM", "SIGKILL"}));
@@ -304,18 +303,18 @@ TEST(CleanE2e, ChosenSignalIsSentFirst) {
   Workspace ws;
   TestChild holder;
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json", "--signal", "INT"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
   EXPECT_EQ(run.out["signal"], "SIGINT");
-  const json* result = Result(run.out, holder.pid());
+  const json* result = ResultFor(run.out, holder.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ(Strings((*result)["signals"]), std::vector<std::string>{"SIGINT"});
   EXPECT_EQ(holder.WaitForExit(kExitTimeoutS), 128 + SIGINT);
 
   GwRun bad = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json", "--signal", "STOP"}),
-                 SimOptions(ws, {}));
+                 SimOptionsIn(ws, {}));
   EXPECT_EQ(bad.result.exit_code, 2) << bad.Trace();
 }
 
@@ -353,7 +352,7 @@ TEST(CleanE2e, WholeRunIsStoppedWhenAWorkerHoldsTheGpu) {
   ASSERT_EQ(job.workers.size(), 2u);
   const pid_t holder = job.workers[0];
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -369,7 +368,7 @@ TEST(CleanE2e, WholeRunIsStoppedWhenAWorkerHoldsTheGpu) {
       EXPECT_EQ((*item)["reason_code"], "run_member") << member;
       EXPECT_EQ((*item)["because_of"], holder) << member;
     }
-    const json* result = Result(run.out, member);
+    const json* result = ResultFor(run.out, member);
     ASSERT_NE(result, nullptr) << member;
     EXPECT_TRUE((*result)["outcome"] == "exited" || (*result)["outcome"] == "gone")
         << (*result).dump();
@@ -390,7 +389,7 @@ TEST(CleanE2e, WholeRunIsStoppedWhenTheParentHoldsTheGpu) {
   ASSERT_EQ(job.workers.size(), 2u);
   const pid_t holder = job.launcher.pid();
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -416,12 +415,12 @@ TEST(CleanE2e, NoTreeStopsOnlyTheHolder) {
   ASSERT_EQ(job.workers.size(), 2u);
   const pid_t holder = job.workers[1];
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json", "--no-tree"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
   EXPECT_EQ(PlanPids(run.out, "act"), std::set<pid_t>{holder});
-  const json* result = Result(run.out, holder);
+  const json* result = ResultFor(run.out, holder);
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(holder); }, kExitTimeoutS));
@@ -443,7 +442,7 @@ TEST(CleanE2e, JobsThatAShellStartedAreSeparateRuns) {
       },
       kExitTimeoutS));
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", jobs[0]}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", jobs[0]}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -470,7 +469,7 @@ TEST(CleanE2e, OrphanIsStoppedWithTheOtherWorkersItsLauncherLeftBehind) {
   ASSERT_TRUE(WaitUntil([&] { return CommOf(holder) == "sleep" && CommOf(fellow) == "sleep"; },
                         kExitTimeoutS));
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -498,7 +497,7 @@ TEST(CleanE2e, ZombieHolderIsReapedByStoppingItsParent) {
   const pid_t zombie = parent.zombie();
   ASSERT_GT(zombie, 0) << "no zombie appeared";
   GwRun run = Gw(CleanArgs("zombie-holder.json", ws, {"--yes", "--json", "--settle", "1s"}),
-                 SimOptions(ws, {{"GW_ZOMBIE_PID", zombie}}));
+                 SimOptionsIn(ws, {{"GW_ZOMBIE_PID", zombie}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   const json* item = Acted(run.out, parent.pid());
@@ -513,7 +512,7 @@ TEST(CleanE2e, ZombieHolderIsReapedByStoppingItsParent) {
   EXPECT_EQ(Acted(run.out, zombie), nullptr);
   EXPECT_EQ(AuditedSignals(ws.audit_log(), zombie), std::vector<std::string>{});
 
-  const json* result = Result(run.out, parent.pid());
+  const json* result = ResultFor(run.out, parent.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_EQ(parent.WaitForExit(kExitTimeoutS), 128 + SIGTERM);
@@ -527,7 +526,7 @@ TEST(CleanE2e, ZombiesMemoryThatStaysHeldIsReported) {
   const pid_t zombie = parent.zombie();
   ASSERT_GT(zombie, 0) << "no zombie appeared";
   GwRun run = Gw(CleanArgs("zombie-holder.json", ws, {"--yes", "--json", "--settle", "1s"}),
-                 SimOptions(ws, {{"GW_ZOMBIE_PID", zombie}}));
+                 SimOptionsIn(ws, {{"GW_ZOMBIE_PID", zombie}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   ASSERT_NE(Acted(run.out, parent.pid()), nullptr);
@@ -557,7 +556,7 @@ TEST(KillE2e, ProtectedProcessNameIsRefused) {
   ASSERT_TRUE(
       WaitUntil([&] { return CommOf(persistenced.pid()) == "nvidia-persiste"; }, kExitTimeoutS));
   GwRun run = Gw(KillArgs("clean-idle.json", ws, {persistenced.pid()}, {"--yes", "--json"}),
-                 SimOptions(ws));
+                 SimOptionsIn(ws));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 8);
@@ -566,7 +565,7 @@ TEST(KillE2e, ProtectedProcessNameIsRefused) {
   ASSERT_NE(item, nullptr);
   EXPECT_EQ((*item)["reason_code"], "protected");
   EXPECT_EQ(Acted(run.out, persistenced.pid()), nullptr);
-  EXPECT_EQ(Result(run.out, persistenced.pid()), nullptr);
+  EXPECT_EQ(ResultFor(run.out, persistenced.pid()), nullptr);
   EXPECT_TRUE(ProcessAlive(persistenced.pid()));
   EXPECT_FALSE(persistenced.TryReap());
   EXPECT_TRUE(AuditedSignals(ws.audit_log(), persistenced.pid()).empty());
@@ -578,7 +577,7 @@ TEST(KillE2e, NamedPidStopsOnlyItWithoutTreeAndItsRunWithTree) {
   ASSERT_EQ(job.workers.size(), 2u);
   const pid_t named = job.workers[0];
   GwRun run = Gw(KillArgs("clean-idle.json", ws, {named}, {"--yes", "--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", named}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", named}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -590,7 +589,7 @@ TEST(KillE2e, NamedPidStopsOnlyItWithoutTreeAndItsRunWithTree) {
   EXPECT_EQ((*item)["reason_code"], "named");
   // The plan mentions the rest of the run.
   EXPECT_FALSE(run.out["plan"]["notes"].empty());
-  const json* result = Result(run.out, named);
+  const json* result = ResultFor(run.out, named);
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(named); }, kExitTimeoutS));
@@ -605,7 +604,7 @@ TEST(KillE2e, NamedPidStopsOnlyItWithoutTreeAndItsRunWithTree) {
   const pid_t other = job.workers[1];
   GwRun tree = Gw(KillArgs("clean-idle.json", ws2, {other},
                            {"--yes", "--json", "--tree", "--signal", "SIGHUP"}),
-                  SimOptions(ws2));
+                  SimOptionsIn(ws2));
   SCOPED_TRACE(tree.Trace());
   ASSERT_FALSE(tree.out.is_discarded());
   EXPECT_EQ(tree.result.exit_code, 0);
@@ -622,7 +621,7 @@ TEST(CleanE2e, WithoutYesAndWithoutATerminalNothingIsDone) {
   Workspace ws;
   TestChild holder;
   GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--json"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
   SCOPED_TRACE(run.Trace());
   EXPECT_EQ(run.result.exit_code, 7);
   ASSERT_FALSE(run.out.is_discarded());
@@ -635,8 +634,8 @@ TEST(CleanE2e, WithoutYesAndWithoutATerminalNothingIsDone) {
   EXPECT_TRUE(AuditedSignals(ws.audit_log(), holder.pid()).empty());
 
   // The text form too.
-  GwRun text =
-      Gw(CleanArgs("clean-idle.json", ws, {}), SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
+  GwRun text = Gw(CleanArgs("clean-idle.json", ws, {}),
+                  SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
   EXPECT_EQ(text.result.exit_code, 7) << text.Trace();
   EXPECT_TRUE(ProcessAlive(holder.pid()));
 }
@@ -651,7 +650,7 @@ TEST(CleanE2e, DryRunSignalsNothing) {
                                              {"GW_CLEAN_PID_1", second.pid()},
                                              {"GW_CLEAN_PID_2", small.pid()},
                                              {"GW_CLEAN_BUSY_PID", busy.pid()}};
-  GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json"}), SimOptions(ws, pids));
+  GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json"}), SimOptionsIn(ws, pids));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -667,22 +666,22 @@ TEST(CleanE2e, DryRunSignalsNothing) {
 
   // Filters narrow the candidates.
   GwRun gpu1 = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json", "--gpu", "1"}),
-                  SimOptions(ws, pids));
+                  SimOptionsIn(ws, pids));
   ASSERT_FALSE(gpu1.out.is_discarded()) << gpu1.Trace();
   EXPECT_EQ(PlanPids(gpu1.out, "act"), (std::set<pid_t>{second.pid(), small.pid()}))
       << gpu1.Trace();
   GwRun big = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json", "--min-vram", "10G"}),
-                 SimOptions(ws, pids));
+                 SimOptionsIn(ws, pids));
   ASSERT_FALSE(big.out.is_discarded()) << big.Trace();
   EXPECT_EQ(PlanPids(big.out, "act"), (std::set<pid_t>{holder.pid(), second.pid()})) << big.Trace();
   GwRun one = Gw(CleanArgs("clean-idle.json", ws,
                            {"--dry-run", "--json", "--pid", std::to_string(small.pid())}),
-                 SimOptions(ws, pids));
+                 SimOptionsIn(ws, pids));
   ASSERT_FALSE(one.out.is_discarded()) << one.Trace();
   EXPECT_EQ(PlanPids(one.out, "act"), std::set<pid_t>{small.pid()}) << one.Trace();
 
   // The text form names the plan and says that nothing was done.
-  GwRun text = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run"}), SimOptions(ws, pids));
+  GwRun text = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run"}), SimOptionsIn(ws, pids));
   SCOPED_TRACE(text.Trace());
   EXPECT_EQ(text.result.exit_code, 0);
   EXPECT_NE(Lower(text.result.out + text.result.err).find("dry run"), std::string::npos);
@@ -696,7 +695,7 @@ TEST(CleanE2e, NothingToCleanIsSuccess) {
   Workspace ws;
   GwRun run = Gw({"--sim", ScenarioPath("healthy-idle.json"), "clean", "--idle-for", "0s",
                   "--window", "1", "--yes", "--json", "--audit-log", ws.audit_log()},
-                 SimOptions(ws));
+                 SimOptionsIn(ws));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -707,7 +706,7 @@ TEST(CleanE2e, NothingToCleanIsSuccess) {
 TEST(CleanE2e, InteractiveAnswerNoDoesNothing) {
   Workspace ws;
   TestChild holder;
-  RunOptions options = SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}});
+  RunOptions options = SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}});
   PtyProcess pty(Gpuwarden(CleanArgs("clean-idle.json", ws, {})), options);
   ASSERT_TRUE(pty.started()) << pty.error();
   ASSERT_TRUE(pty.WaitForOutput("[y/N]", kRunTimeoutS)) << pty.output();
@@ -722,7 +721,7 @@ TEST(CleanE2e, InteractiveAnswerNoDoesNothing) {
 TEST(CleanE2e, InteractiveAnswerYesProceeds) {
   Workspace ws;
   TestChild holder;
-  RunOptions options = SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}});
+  RunOptions options = SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}});
   PtyProcess pty(Gpuwarden(CleanArgs("clean-idle.json", ws, {})), options);
   ASSERT_TRUE(pty.started()) << pty.error();
   ASSERT_TRUE(pty.WaitForOutput("[y/N]", kRunTimeoutS)) << pty.output();
@@ -781,7 +780,7 @@ TEST(KillE2e, PidReusedBetweenPlanAndSignalIsNotSignalled) {
       Gpuwarden(KillArgs("clean-idle.json", ws, {pid}, {"--json", "--grace", "2s"}));
   args.insert(args.begin(),
               {"/bin/sh", "-c", "out=\"$1\"; shift; exec \"$@\" > \"$out\"", "sh", json_path});
-  PtyProcess pty(args, SimOptions(ws));
+  PtyProcess pty(args, SimOptionsIn(ws));
   ASSERT_TRUE(pty.started()) << pty.error();
   ASSERT_TRUE(pty.WaitForOutput("[y/N]", kRunTimeoutS)) << pty.output();
 
@@ -817,7 +816,7 @@ TEST(KillE2e, PidReusedBetweenPlanAndSignalIsNotSignalled) {
                pty.output() + "\nstdout:\n" + (out.is_discarded() ? "(not JSON)" : out.dump(2)));
   ASSERT_FALSE(out.is_discarded());
   EXPECT_EQ(out["confirmed"], true);
-  const json* result = Result(out, pid);
+  const json* result = ResultFor(out, pid);
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "reused");
   EXPECT_TRUE((*result)["signals"].empty());
@@ -838,13 +837,13 @@ TEST(KillE2e, AlreadyGonePidIsReported) {
     gone = brief.pid();
   }
   ASSERT_FALSE(ProcessStateOf(gone)) << "PID " << gone << " was reused at once";
-  GwRun run = Gw(KillArgs("clean-idle.json", ws, {gone}, {"--yes", "--json"}), SimOptions(ws));
+  GwRun run = Gw(KillArgs("clean-idle.json", ws, {gone}, {"--yes", "--json"}), SimOptionsIn(ws));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_LT(run.result.exit_code, 128);  // Not a crash.
   EXPECT_TRUE(run.result.exit_code == 0 || run.result.exit_code == 8) << run.result.exit_code;
   const json* skipped = Skipped(run.out, gone);
-  const json* result = Result(run.out, gone);
+  const json* result = ResultFor(run.out, gone);
   const bool reported_gone = (skipped != nullptr && (*skipped)["reason_code"] == "gone") ||
                              (result != nullptr && (*result)["outcome"] == "gone");
   EXPECT_TRUE(reported_gone);
@@ -860,14 +859,14 @@ TEST(CleanE2e, MemoryStillHeldAfterTheProcessEndedIsIncomplete) {
   TestChild freer;   // GPU 1: freed normally.
   GwRun run =
       Gw(CleanArgs("clean-memory-held.json", ws, {"--yes", "--json", "--settle", "2s"}),
-         SimOptions(ws, {{"GW_CLEAN_PID_0", keeper.pid()}, {"GW_CLEAN_PID_1", freer.pid()}}));
+         SimOptionsIn(ws, {{"GW_CLEAN_PID_0", keeper.pid()}, {"GW_CLEAN_PID_1", freer.pid()}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 9);
   EXPECT_EQ(keeper.WaitForExit(kExitTimeoutS), 128 + SIGTERM);
   EXPECT_EQ(freer.WaitForExit(kExitTimeoutS), 128 + SIGTERM);
   for (pid_t pid : {keeper.pid(), freer.pid()}) {
-    const json* result = Result(run.out, pid);
+    const json* result = ResultFor(run.out, pid);
     ASSERT_NE(result, nullptr) << pid;
     EXPECT_EQ((*result)["outcome"], "exited") << pid;
   }
@@ -887,7 +886,7 @@ TEST(CleanE2e, MemoryStillHeldAfterTheProcessEndedIsIncomplete) {
   Workspace ws2;
   TestChild keeper2;
   GwRun text = Gw(CleanArgs("clean-memory-held.json", ws2, {"--yes", "--settle", "1s"}),
-                  SimOptions(ws2, {{"GW_CLEAN_PID_0", keeper2.pid()}}));
+                  SimOptionsIn(ws2, {{"GW_CLEAN_PID_0", keeper2.pid()}}));
   SCOPED_TRACE(text.Trace());
   EXPECT_EQ(text.result.exit_code, 9);
   EXPECT_NE(Lower(text.result.out + text.result.err).find("still held"), std::string::npos);
@@ -900,7 +899,7 @@ TEST(CleanE2e, SettleWaitsForTheDriverToReleaseLate) {
   // The scenario's driver keeps the memory until t = 4 s of its timeline, which
   // starts now; the process ends well before that.
   GwRun run = Gw(CleanArgs("clean-late-release.json", ws, {"--yes", "--json", "--settle", "30s"}),
-                 SimOptions(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
+                 SimOptionsIn(ws, {{"GW_CLEAN_PID_0", holder.pid()}}));
   SCOPED_TRACE(run.Trace());
   ASSERT_FALSE(run.out.is_discarded());
   EXPECT_EQ(run.result.exit_code, 0);
@@ -919,7 +918,7 @@ TEST(CleanE2e, SettleWaitsForTheDriverToReleaseLate) {
 // Options for running gpuwarden as the test user, with its own writable workspace.
 RunOptions UserSimOptions(const Workspace& ws, const TestUser& user,
                           const std::map<std::string, pid_t>& pids = {}) {
-  return AsUser(SimOptions(ws, pids), user, ws.path());
+  return AsUser(SimOptionsIn(ws, pids), user, ws.path());
 }
 
 TestChild::Options RunAs(const TestUser& user) {
@@ -942,7 +941,7 @@ TEST(CleanPermissionsE2e, UserCannotKillSomeoneElsesProcess) {
   const json* item = Skipped(run.out, roots.pid());
   ASSERT_NE(item, nullptr);
   EXPECT_EQ((*item)["reason_code"], "not_yours");
-  EXPECT_EQ(Result(run.out, roots.pid()), nullptr);
+  EXPECT_EQ(ResultFor(run.out, roots.pid()), nullptr);
   EXPECT_TRUE(ProcessAlive(roots.pid()));
   EXPECT_FALSE(roots.TryReap());
 }
@@ -992,7 +991,7 @@ TEST(CleanPermissionsE2e, UserStopsTheirOwnIdleHolderAndNotOthers) {
   const json* theirs = Skipped(run.out, roots.pid());
   ASSERT_NE(theirs, nullptr);
   EXPECT_EQ((*theirs)["reason_code"], "not_yours");
-  const json* result = Result(run.out, own.pid());
+  const json* result = ResultFor(run.out, own.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_EQ(own.WaitForExit(kExitTimeoutS), 128 + SIGTERM);
@@ -1020,7 +1019,7 @@ TEST(CleanPermissionsE2e, RootNeedsUserFlagForAnotherUsersProcess) {
   const std::map<std::string, pid_t> pids = {{"GW_CLEAN_PID_0", theirs.pid()}};
 
   GwRun refused = Gw(KillArgs("clean-idle.json", ws, {theirs.pid()}, {"--yes", "--json"}),
-                     SimOptions(ws, pids));
+                     SimOptionsIn(ws, pids));
   {
     SCOPED_TRACE(refused.Trace());
     ASSERT_FALSE(refused.out.is_discarded());
@@ -1032,7 +1031,7 @@ TEST(CleanPermissionsE2e, RootNeedsUserFlagForAnotherUsersProcess) {
     EXPECT_TRUE(AuditedSignals(ws.audit_log(), theirs.pid()).empty());
   }
   // clean, by default, proposes only the caller's own processes.
-  GwRun clean = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}), SimOptions(ws, pids));
+  GwRun clean = Gw(CleanArgs("clean-idle.json", ws, {"--yes", "--json"}), SimOptionsIn(ws, pids));
   {
     SCOPED_TRACE(clean.Trace());
     ASSERT_FALSE(clean.out.is_discarded());
@@ -1045,11 +1044,11 @@ TEST(CleanPermissionsE2e, RootNeedsUserFlagForAnotherUsersProcess) {
 
   GwRun allowed =
       Gw(KillArgs("clean-idle.json", ws, {theirs.pid()}, {"--yes", "--json", "--user", user.name}),
-         SimOptions(ws, pids));
+         SimOptionsIn(ws, pids));
   SCOPED_TRACE(allowed.Trace());
   ASSERT_FALSE(allowed.out.is_discarded());
   EXPECT_EQ(allowed.result.exit_code, 0);
-  const json* result = Result(allowed.out, theirs.pid());
+  const json* result = ResultFor(allowed.out, theirs.pid());
   ASSERT_NE(result, nullptr);
   EXPECT_EQ((*result)["outcome"], "exited");
   EXPECT_EQ(theirs.WaitForExit(kExitTimeoutS), 128 + SIGTERM);

@@ -390,17 +390,17 @@ TEST(CliConventionsE2e, AWarningNamesItsProcessesAndVerboseListsThemAll) {
   for (int pid : pids) all += (pid == pids.front() ? " " : ", ") + std::to_string(pid);
   EXPECT_NE(verbose.out.find(all), std::string::npos) << verbose.out;
 
-  const RunResult json = status({"--json"});
-  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
-  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
-  ASSERT_FALSE(doc.is_discarded()) << json.out;
+  const RunResult json_run = status({"--json"});
+  ASSERT_EQ(json_run.exit_code, 0) << json_run.out << json_run.err;
+  const nlohmann::json doc = nlohmann::json::parse(json_run.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << json_run.out;
   bool found = false;
   for (const nlohmann::json& e : doc.at("errors")) {
     if (e.at("code") != "partial_scan") continue;
     found = true;
     EXPECT_EQ(e.at("pids").get<std::vector<int>>(), pids);
   }
-  EXPECT_TRUE(found) << json.out;
+  EXPECT_TRUE(found) << json_run.out;
 }
 
 }  // namespace

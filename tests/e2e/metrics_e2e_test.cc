@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/units.h"
 #include "e2e/e2e_util.h"
 #include "e2e/queue_e2e_util.h"
 #include "e2e/service_process.h"
@@ -38,8 +39,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kScenario[] = "row-remap-failed.json";  // GPU 2: rows can no longer be remapped.
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-
 std::string Prometheus() { return "/usr/bin/prometheus"; }
 std::string Promtool() { return "/usr/bin/promtool"; }
 std::string RulesPath() { return std::string(GW_SOURCE_DIR) + "/packaging/prometheus"; }

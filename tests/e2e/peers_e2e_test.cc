@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/units.h"
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
@@ -37,9 +38,6 @@ namespace gw::test {
 namespace {
 
 using nlohmann::json;
-
-constexpr uint64_t kMiB = 1024ull * 1024ull;
-
 std::string PeersDir() { return std::string(GW_SOURCE_DIR) + "/bench/.peers"; }
 std::string PeersRoot() { return PeersDir() + "/root"; }
 std::string NvtopBinary() { return PeersRoot() + "/usr/bin/nvtop"; }

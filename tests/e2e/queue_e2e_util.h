@@ -45,6 +45,11 @@ namespace gw::test {
 // under AddressSanitizer.
 inline constexpr double kQueueWaitS = 90;
 
+// gpuwarden's exit code for "the daemon could not store the request" (the
+// shared contract's client table; cli/exit_codes.h kExitStorageRefused),
+// written here as the documentation gives it, not read from the code.
+inline constexpr int kExitStorageRefused = 18;
+
 inline std::string DaemonBinary() { return std::string(GW_BINARY_DIR) + "/gpuwardend"; }
 
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {

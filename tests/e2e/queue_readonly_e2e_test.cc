@@ -29,8 +29,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kExitStorageRefused = 18;  // cli/exit_codes.h kExitStorageRefused
-
 class QueueReadOnlyE2e : public ::testing::Test {
  protected:
   void SetUp() override {

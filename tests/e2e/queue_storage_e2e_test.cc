@@ -29,10 +29,6 @@ namespace {
 
 using nlohmann::json;
 
-// gpuwarden's exit code for "the daemon could not store the request" (the
-// shared contract's client table; cli/exit_codes.h kExitStorageRefused).
-constexpr int kExitStorageRefused = 18;
-
 class QueueStorageE2e : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -1,4 +1,5 @@
 #include "e2e/scenario_expect.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +11,6 @@ namespace gw::test {
 namespace {
 
 using nlohmann::json;
-
-constexpr uint64_t kMiB = 1024ull * 1024ull;
-
 void DeepMerge(json& into, const json& from) {
   for (auto it = from.begin(); it != from.end(); ++it) {
     if (into.contains(it.key()) && into[it.key()].is_object() && it.value().is_object()) {

@@ -849,7 +849,9 @@ TEST_F(SlurmE2eTest, StatusAndWhyOnANodeNameEachGpusJobAndProcess) {
         {"pid", std::string("env:") + env}, {"used_mib", mib}, {"sm_pct", sm}, {"mem_pct", 0}};
   };
   gpus[0]["processes"] = {proc("GW_EVAL_PID", 30000, 60), proc("GW_TRAIN_PID", 2000, 5)};
-  gpus[1]["processes"] = {proc("GW_TRAIN_PID", 20000, 80)};
+  // json::array: a braced list of one json is that json itself under clang
+  // (and a list of one under GCC).
+  gpus[1]["processes"] = nlohmann::json::array({proc("GW_TRAIN_PID", 20000, 80)});
   TempDir work;
   const std::string scenario_file = work.Write("slurm-node.json", scenario.dump());
 
