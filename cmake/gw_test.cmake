@@ -11,8 +11,9 @@ file(CONFIGURE OUTPUT ${GW_TEST_PATHS_HEADER} CONTENT
      "#define GW_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\"\n#define GW_BINARY_DIR \"${PROJECT_BINARY_DIR}\"\n")
 #
 # Test code (not the code under test) compiles at -O0: a GoogleTest file's
-# expanded assertions and matchers take two to three times longer at -O2, and
-# four times longer at -O2 under ASan, for no test that runs any faster.
+# expanded assertions and matchers took up to three times longer at -O2, and up
+# to four times under GCC's ASan, for no test that runs any faster
+# (docs/benchmarks.md, §11).
 function(gw_test_code target)
   target_compile_options(${target} PRIVATE -include ${GW_TEST_PATHS_HEADER} -O0)
 endfunction()
@@ -32,7 +33,10 @@ function(gw_add_test name)
   # crash-safety test loops through 20+ daemon restarts.
   if(T_WHOLE)
     add_test(NAME ${name} COMMAND ${name})
-    set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+    # Such a binary runs for tens of seconds (the Slurm cluster's for one to
+    # two minutes): a high cost makes ctest start it first, where a fresh
+    # clone has no timings yet, instead of last with the cores idle around it.
+    set_tests_properties(${name} PROPERTIES TIMEOUT 600 COST 1000)
   else()
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
   endif()

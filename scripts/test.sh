@@ -25,6 +25,12 @@ run_suite() {
 }
 
 run_suite build
+# A build-asan configured with GCC (before the sanitized suite and the fuzz
+# targets shared one tree) starts afresh rather than through CMake's compiler
+# change, which re-runs the configuration from an emptied cache.
+if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' build-asan/CMakeCache.txt; then
+  rm -rf build-asan
+fi
 # One clang tree serves the sanitized suite and the fuzz targets (CMakeLists.txt,
 # GW_FUZZ): every library is compiled once under ASan and UBSan, with libFuzzer's
 # coverage hooks, which do nothing outside a fuzzer.
