@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test: once as a normal build (GCC) and once
 # under AddressSanitizer + UndefinedBehaviorSanitizer (clang, the tree that also
 # builds the fuzz targets), then the fuzz smoke stage. Exits non-zero on any
-# failure. Each stage's time is printed (docs/benchmarks.md, "CI").
+# failure. Each stage's time is printed (docs/benchmarks.md, §11).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
