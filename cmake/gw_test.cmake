@@ -2,20 +2,24 @@
 # One GoogleTest executable per module; each TEST becomes its own ctest case.
 include(GoogleTest)
 
-# GW_SOURCE_DIR and GW_BINARY_DIR for tests, from a generated header included
-# first, not -D flags: a flag holding the clone's absolute path would differ in
-# every clone and defeat the compiler cache for every test file, while the
-# header changes only the few files that use the paths.
-set(GW_TEST_PATHS_HEADER ${PROJECT_BINARY_DIR}/gw_test_paths.h)
-file(CONFIGURE OUTPUT ${GW_TEST_PATHS_HEADER} CONTENT
-     "#define GW_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\"\n#define GW_BINARY_DIR \"${PROJECT_BINARY_DIR}\"\n")
+# Test code finds the source and build trees through gw::test::SourceDir() and
+# BinaryDir() (tests/test_paths.h), defined in one generated file: a macro or -D
+# flag holding the clone's absolute path would make every file using it compile
+# to different text in every clone and miss the compiler cache CI's fresh clone
+# shares with this machine's trees (docs/benchmarks.md, §11).
+if(GW_BUILD_TESTS)
+  configure_file(${PROJECT_SOURCE_DIR}/tests/test_paths.cc.in ${PROJECT_BINARY_DIR}/gw_test_paths.cc @ONLY)
+  add_library(gw_test_paths STATIC ${PROJECT_BINARY_DIR}/gw_test_paths.cc)
+  target_include_directories(gw_test_paths PUBLIC ${PROJECT_SOURCE_DIR}/tests)
+endif()
 #
 # Test code (not the code under test) compiles at -O0: a GoogleTest file's
 # expanded assertions and matchers took up to three times longer at -O2, and up
 # to four times under GCC's ASan, for no test that runs any faster
 # (docs/benchmarks.md, §11).
 function(gw_test_code target)
-  target_compile_options(${target} PRIVATE -include ${GW_TEST_PATHS_HEADER} -O0)
+  target_compile_options(${target} PRIVATE -O0)
+  target_link_libraries(${target} PRIVATE gw_test_paths)
 endfunction()
 
 # WHOLE: the executable is one ctest case instead of one per TEST, for a

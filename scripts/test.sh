@@ -12,6 +12,18 @@ cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# After a failure, what failed and why once more at the very end, where the tail
+# of a long log (all that CI shows) has it: each failed test, then each
+# assertion that failed and each sanitizer report, with the lines after it.
+summarise_failures() {
+  local tmp=$1/Testing/Temporary
+  [ -f "$tmp/LastTestsFailed.log" ] || return 0
+  echo "== failed in $1:"
+  sed 's/^[0-9]*:/  /' "$tmp/LastTestsFailed.log"
+  grep -E -A6 ': Failure$|ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' \
+    "$tmp/LastTest.log" | cut -c1-240 | head -80 || true
+}
+
 run_suite() {
   local dir=$1; shift
   local start=$SECONDS
@@ -20,7 +32,10 @@ run_suite() {
   cmake --build "$dir" -j "$jobs"
   echo "== built $dir in $((SECONDS - start)) s; testing $dir"
   start=$SECONDS
-  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300)
+  if ! (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300); then
+    summarise_failures "$dir"
+    exit 1
+  fi
   echo "== tested $dir in $((SECONDS - start)) s"
 }
 

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "nvml/nvml_abi.h"
 #include "sim_test_util.h"
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -37,12 +38,12 @@ void* Open(const char* path) {
 }
 
 void* FullLib() {
-  static void* h = Open(GW_SIM_LIB);
+  static void* h = Open(SimLibrary().c_str());
   return h;
 }
 
 void* LegacyLib() {
-  static void* h = Open(GW_SIM_LEGACY_LIB);
+  static void* h = Open(LegacySimLibrary().c_str());
   return h;
 }
 
@@ -99,7 +100,7 @@ class SimTest : public ::testing::Test {
     setenv("GPUWARDEN_SIM_SCENARIO", path.c_str(), 1);
   }
   void UseShipped(const std::string& name) {
-    std::string path = std::string(GW_SOURCE_DIR) + "/scenarios/" + name + ".json";
+    std::string path = gw::test::SourceDir() + "/scenarios/" + name + ".json";
     setenv("GPUWARDEN_SIM_SCENARIO", path.c_str(), 1);
   }
   void StartAt(double unix_s) { setenv("GPUWARDEN_SIM_START", std::to_string(unix_s).c_str(), 1); }

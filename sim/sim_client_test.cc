@@ -25,6 +25,7 @@
 #include "core/units.h"
 #include "gtest/gtest.h"
 #include "sim_test_util.h"
+#include "test_paths.h"
 
 namespace gw::sim::test {
 namespace {
@@ -657,7 +658,7 @@ RunResult RunClient(const std::string& library, const std::string& scenario,
                     std::map<std::string, std::string> env, std::vector<std::string> args = {}) {
   env["GPUWARDEN_SIM_SCENARIO"] = scenario;
   if (env.count("GPUWARDEN_SIM_BLOCK_SCALE") == 0) env["GPUWARDEN_SIM_BLOCK_SCALE"] = "0";
-  std::vector<std::string> argv = {GW_SIM_CLIENT};
+  std::vector<std::string> argv = {SimClient()};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back(library);
   return RunProgram(argv, env, {"GPUWARDEN_SIM_START"});
@@ -669,7 +670,7 @@ void CheckScenario(const std::string& path, bool end) {
   // Far in the future: t < 0, no timeline entry applies. Far in the past: all do.
   env["GPUWARDEN_SIM_START"] = std::to_string(UnixNow() + (end ? -1e6 : 1e6));
   for (const std::string& name : EnvNames(scenario)) env[name] = std::to_string(getpid());
-  RunResult r = RunClient(GW_SIM_LIB, path, env);
+  RunResult r = RunClient(SimLibrary(), path, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   std::vector<std::string> duplicates;
@@ -691,7 +692,7 @@ TEST(SimClientTest, ShipsTheScenariosTheDocsPromise) {
     EXPECT_EQ(names.count(required), 1u) << required;
   }
   // scenarios/README.md lists every shipped scenario.
-  std::ifstream readme(std::string(GW_SOURCE_DIR) + "/scenarios/README.md");
+  std::ifstream readme(gw::test::SourceDir() + "/scenarios/README.md");
   std::stringstream text;
   text << readme.rdbuf();
   for (const auto& n : names) EXPECT_NE(text.str().find(n + ".json"), std::string::npos) << n;
@@ -714,7 +715,7 @@ TEST(SimClientTest, EveryScenarioReadsBackExactlyAtEndOfTimeline) {
 // The check above relies on the expectation builder; make sure it can tell a
 // difference (a wrong memory value must not compare equal).
 TEST(SimClientTest, ExpectationBuilderNoticesAWrongValue) {
-  json s = ReadJson(std::string(GW_SOURCE_DIR) + "/scenarios/healthy-idle.json");
+  json s = ReadJson(gw::test::SourceDir() + "/scenarios/healthy-idle.json");
   Expected want = ExpectedOutput(s, false, 1);
   s["defaults"]["memory"]["total_mib"] = 1234;
   Expected other = ExpectedOutput(s, false, 1);
@@ -725,8 +726,8 @@ TEST(SimClientTest, ExpectationBuilderNoticesAWrongValue) {
 }
 
 TEST(SimClientTest, StrideTrapCorruptsV3ButNotV2OrV1) {
-  std::string path = std::string(GW_SOURCE_DIR) + "/scenarios/process-stride-32.json";
-  RunResult r = RunClient(GW_SIM_LIB, path, {});
+  std::string path = gw::test::SourceDir() + "/scenarios/process-stride-32.json";
+  RunResult r = RunClient(SimLibrary(), path, {});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto got = ParseKeyValues(r.out);
   // The library wrote 3 × 32 bytes where the client expected 3 × 24.
@@ -745,14 +746,14 @@ TEST(SimClientTest, StrideTrapCorruptsV3ButNotV2OrV1) {
 }
 
 TEST(SimClientTest, UnsetEnvPidLeavesTheProcessOut) {
-  std::string path = std::string(GW_SOURCE_DIR) + "/scenarios/zombie-holder.json";
-  RunResult r = RunProgram({GW_SIM_CLIENT, GW_SIM_LIB}, {{"GPUWARDEN_SIM_SCENARIO", path}},
+  std::string path = gw::test::SourceDir() + "/scenarios/zombie-holder.json";
+  RunResult r = RunProgram({SimClient(), SimLibrary()}, {{"GPUWARDEN_SIM_SCENARIO", path}},
                            {"GW_ZOMBIE_PID", "GPUWARDEN_SIM_START"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto got = ParseKeyValues(r.out);
   EXPECT_EQ(got.at("gpu0.compute.count"), "0");
   EXPECT_EQ(got.at("gpu0.memory_v2.used"), "0");  // used_from_processes: nothing listed.
-  RunResult set = RunProgram({GW_SIM_CLIENT, GW_SIM_LIB},
+  RunResult set = RunProgram({SimClient(), SimLibrary()},
                              {{"GPUWARDEN_SIM_SCENARIO", path}, {"GW_ZOMBIE_PID", "4242"}},
                              {"GPUWARDEN_SIM_START"});
   auto got_set = ParseKeyValues(set.out);
@@ -761,8 +762,8 @@ TEST(SimClientTest, UnsetEnvPidLeavesTheProcessOut) {
 }
 
 TEST(SimClientTest, LegacyLibraryServesV1CallsAndLacksNewerOnes) {
-  std::string path = std::string(GW_SOURCE_DIR) + "/scenarios/legacy-r470.json";
-  RunResult r = RunClient(GW_SIM_LEGACY_LIB, path, {});
+  std::string path = gw::test::SourceDir() + "/scenarios/legacy-r470.json";
+  RunResult r = RunClient(LegacySimLibrary(), path, {});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto got = ParseKeyValues(r.out);
   EXPECT_EQ(got.at("init"), "SUCCESS");
@@ -804,7 +805,7 @@ TEST(SimClientTest, BrokenScenarioFailsInitWithOneStderrLine) {
   };
   for (const Case& c : cases) {
     std::string path = WriteTempFile(c.file, c.text);
-    RunResult r = RunClient(GW_SIM_LIB, path, {});
+    RunResult r = RunClient(SimLibrary(), path, {});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto got = ParseKeyValues(r.out);
     EXPECT_EQ(got.at("init"), "UNKNOWN");
@@ -812,20 +813,20 @@ TEST(SimClientTest, BrokenScenarioFailsInitWithOneStderrLine) {
     EXPECT_EQ(r.err.rfind("gpuwarden-sim: " + path + ": ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(c.problem), std::string::npos) << r.err;
   }
-  RunResult missing = RunClient(GW_SIM_LIB, "/nonexistent/x.json", {});
+  RunResult missing = RunClient(SimLibrary(), "/nonexistent/x.json", {});
   EXPECT_EQ(ParseKeyValues(missing.out).at("init"), "UNKNOWN");
   EXPECT_EQ(missing.err,
             "gpuwarden-sim: /nonexistent/x.json: cannot open: No such file or directory\n");
-  RunResult unset = RunProgram({GW_SIM_CLIENT, GW_SIM_LIB}, {}, {"GPUWARDEN_SIM_SCENARIO"});
+  RunResult unset = RunProgram({SimClient(), SimLibrary()}, {}, {"GPUWARDEN_SIM_SCENARIO"});
   EXPECT_EQ(ParseKeyValues(unset.out).at("init"), "UNKNOWN");
   EXPECT_EQ(unset.err.rfind("gpuwarden-sim: GPUWARDEN_SIM_SCENARIO: not set", 0), 0u) << unset.err;
 }
 
 TEST(SimClientTest, EventsArriveThroughTheAbi) {
-  std::string path = std::string(GW_SOURCE_DIR) + "/scenarios/xid79-live.json";
+  std::string path = gw::test::SourceDir() + "/scenarios/xid79-live.json";
   // t = 1 s now; the Xid 79 on GPU 1 is due at 2 s, after the client registered.
   RunResult r =
-      RunClient(GW_SIM_LIB, path, {{"GPUWARDEN_SIM_START", std::to_string(UnixNow() - 1)}},
+      RunClient(SimLibrary(), path, {{"GPUWARDEN_SIM_START", std::to_string(UnixNow() - 1)}},
                 {"--events", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto got = ParseKeyValues(r.out);

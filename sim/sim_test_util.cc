@@ -1,4 +1,5 @@
 #include "sim_test_util.h"
+#include "test_paths.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -120,9 +121,15 @@ std::map<std::string, std::string> ParseKeyValues(const std::string& text,
   return out;
 }
 
+// Where sim/CMakeLists.txt puts them: the libraries in GW_SIM_DIR (the build
+// tree's sim/), the client in this directory's build folder, which is the same.
+std::string SimLibrary() { return gw::test::BinaryDir() + "/sim/libnvidia-ml.so.1"; }
+std::string LegacySimLibrary() { return gw::test::BinaryDir() + "/sim/legacy/libnvidia-ml.so.1"; }
+std::string SimClient() { return gw::test::BinaryDir() + "/sim/gw_nvml_client"; }
+
 std::vector<std::string> ShippedScenarios() {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(fs::path(GW_SOURCE_DIR) / "scenarios")) {
+  for (const auto& e : fs::directory_iterator(fs::path(gw::test::SourceDir()) / "scenarios")) {
     if (e.path().extension() == ".json") out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());

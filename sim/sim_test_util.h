@@ -28,6 +28,12 @@ RunResult RunProgram(const std::vector<std::string>& argv,
 std::map<std::string, std::string> ParseKeyValues(const std::string& text,
                                                   std::vector<std::string>* duplicates = nullptr);
 
+// The simulated libnvidia-ml.so.1 the build made (full, and the legacy one that
+// exports only the entry points of an old driver), and the C test client.
+std::string SimLibrary();
+std::string LegacySimLibrary();
+std::string SimClient();
+
 // Absolute paths of every scenarios/*.json, sorted.
 std::vector<std::string> ShippedScenarios();
 

@@ -25,9 +25,6 @@ Result<std::string> FindSimulatorLibrary() {
       dir + "/sim/libnvidia-ml.so.1",
       dir + "/../lib/gpuwarden/sim/libnvidia-ml.so.1",
   };
-#ifdef GW_SIM_LIBRARY_FALLBACK
-  candidates.push_back(GW_SIM_LIBRARY_FALLBACK);
-#endif
   for (const auto& c : candidates) {
     if (access(c.c_str(), R_OK) == 0) return fs::weakly_canonical(c).string();
   }

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "nvml/probe.h"
+#include "test_paths.h"
 
 namespace gw::collect {
 namespace {
@@ -329,9 +330,9 @@ TEST(ProcessCache, FollowsAReparentedProcessToItsNewParent) {
 // Options for looks at the simulated server of scenarios/`scenario`, with a
 // deadline long enough for a sanitizer build (nothing here blocks).
 collect::CollectOptions SimOptions(const std::string& scenario) {
-  setenv("GPUWARDEN_SIM_SCENARIO", (GW_SOURCE_DIR "/scenarios/" + scenario).c_str(), 1);
+  setenv("GPUWARDEN_SIM_SCENARIO", (gw::test::SourceDir() + "/scenarios/" + scenario).c_str(), 1);
   collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.nvml_library = gw::test::BinaryDir() + "/sim/libnvidia-ml.so.1";
   options.simulated = true;
   options.deadline_ms = 20'000;
   return options;
@@ -398,7 +399,8 @@ TEST(CachedCollector, ALightLookWithNothingDueReadsNothingAndWakesNoWorker) {
 // whose /proc read is stuck (here a FIFO in place of a listed process's stat
 // file, which blocks its open until a writer comes).
 TEST(CachedCollector, RecycleDoesNotWaitForAStuckProcRead) {
-  setenv("GPUWARDEN_SIM_SCENARIO", GW_SOURCE_DIR "/scenarios/timeline-demo.json", 1);
+  setenv("GPUWARDEN_SIM_SCENARIO",
+         (gw::test::SourceDir() + "/scenarios/timeline-demo.json").c_str(), 1);
   char dir_template[] = "/tmp/gw_cached_collector.XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string root = dir_template;
@@ -407,7 +409,7 @@ TEST(CachedCollector, RecycleDoesNotWaitForAStuckProcRead) {
   ASSERT_EQ(mkdir(pid_dir.c_str(), 0755), 0);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   collect::CollectOptions options;
-  options.nvml_library = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
+  options.nvml_library = gw::test::BinaryDir() + "/sim/libnvidia-ml.so.1";
   options.simulated = true;
   options.proc_root = root;
   options.deadline_ms = 1'500;

@@ -6,12 +6,13 @@
 #include <string>
 
 #include "diagnose/catalog.h"
+#include "test_paths.h"
 
 namespace gw::diagnose {
 namespace {
 
 std::string ReadDoc() {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/diagnosis.md");
+  std::ifstream in(gw::test::SourceDir() + "/docs/diagnosis.md");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

@@ -1,5 +1,6 @@
 #include "import/nvsmi_xml.h"
 #include "core/units.h"
+#include "test_paths.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,10 +21,10 @@
 namespace gw::import {
 namespace {
 std::string TestdataPath(const std::string& name) {
-  return std::string(GW_SOURCE_DIR) + "/src/import/testdata/" + name;
+  return gw::test::SourceDir() + "/src/import/testdata/" + name;
 }
 
-std::string SamplesDir() { return std::string(GW_SOURCE_DIR) + "/../shared/research/samples/"; }
+std::string SamplesDir() { return gw::test::SourceDir() + "/../shared/research/samples/"; }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -10,18 +10,20 @@
 #include "kmsg/kmsg_test_util.h"
 #include "kmsg/sources.h"
 #include "kmsg/xid_catalog.h"
+#include "test_paths.h"
 
 namespace gw::kmsg {
 namespace {
 
-const char kSample[] =
-    GW_SOURCE_DIR "/../shared/research/samples/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
+const std::string kSample =
+    gw::test::SourceDir() +
+    "/../shared/research/samples/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
 
 class KmsgSampleLog : public ::testing::Test {
  protected:
   void SetUp() override {
     struct stat st {};
-    if (stat(kSample, &st) != 0) {
+    if (stat(kSample.c_str(), &st) != 0) {
       GTEST_SKIP() << "real sample not found (" << kSample
                    << "); it lives in the shared research checkout, not in this repository";
     }

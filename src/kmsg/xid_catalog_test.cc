@@ -1,4 +1,5 @@
 #include "kmsg/xid_catalog.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -234,7 +235,7 @@ namespace {
 
 // docs/diagnosis.md carries the catalog as a table for users; keep them in step.
 TEST(KmsgXidCatalog, EveryCodeIsInTheUsersTable) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/diagnosis.md");
+  std::ifstream in(gw::test::SourceDir() + "/docs/diagnosis.md");
   ASSERT_TRUE(in) << "docs/diagnosis.md not found";
   std::stringstream text;
   text << in.rdbuf();

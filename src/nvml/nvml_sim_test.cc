@@ -20,12 +20,13 @@
 #include "nvml/nvml_library.h"
 #include "nvml/probe.h"
 #include "os/os_test_util.h"
+#include "test_paths.h"
 
 namespace gw::nvml {
 namespace {
 
-constexpr char kSimLib[] = GW_BINARY_DIR "/sim/libnvidia-ml.so.1";
-constexpr char kLegacyLib[] = GW_BINARY_DIR "/sim/legacy/libnvidia-ml.so.1";
+const std::string kSimLib = gw::test::BinaryDir() + "/sim/libnvidia-ml.so.1";
+const std::string kLegacyLib = gw::test::BinaryDir() + "/sim/legacy/libnvidia-ml.so.1";
 class SimTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -42,7 +43,7 @@ class SimTest : public ::testing::Test {
     return path;
   }
 
-  Snapshot Probe(const std::string& scenario, const char* library = kSimLib,
+  Snapshot Probe(const std::string& scenario, const std::string& library = kSimLib,
                  int64_t deadline_ms = 30000) {
     setenv("GPUWARDEN_SIM_SCENARIO", scenario.c_str(), 1);
     ProbeOptions options;
@@ -54,7 +55,7 @@ class SimTest : public ::testing::Test {
   }
 
   static std::string Shipped(const char* name) {
-    return std::string(GW_SOURCE_DIR) + "/scenarios/" + name;
+    return gw::test::SourceDir() + "/scenarios/" + name;
   }
 
   RealClock clock_;
@@ -446,7 +447,8 @@ TEST_F(SimTest, MalformedScenarioIsAnNvmlErrorWithTheRawCode) {
 }
 
 TEST_F(SimTest, MissingLibrary) {
-  Snapshot s = Probe(WriteScenario(kFullGpu), GW_BINARY_DIR "/sim/nonexistent/libnvidia-ml.so.1");
+  Snapshot s =
+      Probe(WriteScenario(kFullGpu), gw::test::BinaryDir() + "/sim/nonexistent/libnvidia-ml.so.1");
   ASSERT_EQ(s.errors.size(), 1u);
   EXPECT_EQ(s.errors[0].code, "library_not_found");
   EXPECT_NE(s.errors[0].message.find("nonexistent/libnvidia-ml.so.1"), std::string::npos);

@@ -50,10 +50,13 @@ struct WorkerFinished {
   }
 };
 
-// What the caller and the worker share. The worker holds `mu` whenever it is
-// not inside a call that may block (dlopen or an NVML call), so the caller,
-// taking `mu` at the deadline, always sees a consistent snapshot and the call
-// that is holding things up.
+}  // namespace
+
+// What the caller and the worker share (outside the unnamed namespace: it is
+// a member of ProbeSession::Shared, which the header declares). The worker
+// holds `mu` whenever it is not inside a call that may block (dlopen or an
+// NVML call), so the caller, taking `mu` at the deadline, always sees a
+// consistent snapshot and the call that is holding things up.
 struct ProbeState {
   std::mutex mu;
   std::condition_variable done_cv;
@@ -66,6 +69,8 @@ struct ProbeState {
   std::optional<unsigned> in_flight_other_gpu;
   CollectorOptions options;
 };
+
+namespace {
 
 constexpr char kLoading[] = "dlopen";
 

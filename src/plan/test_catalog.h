@@ -8,12 +8,13 @@
 #include <string>
 
 #include "plan/catalog.h"
+#include "test_paths.h"
 
 namespace gw::plan {
 
 inline const Catalog& RepoCatalog() {
   static const Catalog catalog = [] {
-    Result<Catalog> c = LoadCatalog(RealTextFiles(), std::string(GW_SOURCE_DIR) + "/catalog");
+    Result<Catalog> c = LoadCatalog(RealTextFiles(), gw::test::SourceDir() + "/catalog");
     if (!c.ok()) ADD_FAILURE() << c.error().message;
     return c.ok() ? *c : Catalog{};
   }();

@@ -23,6 +23,4 @@ gw_add_test(gw_queue_runner_tests
   LIBS gw_queue_runner)
 if(TARGET gw_queue_runner_tests)
   add_dependencies(gw_queue_runner_tests gpuwarden-supervise)
-  target_compile_definitions(gw_queue_runner_tests PRIVATE
-    GW_SUPERVISOR_PATH="$<TARGET_FILE:gpuwarden-supervise>")
 endif()

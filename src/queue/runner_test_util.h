@@ -32,6 +32,7 @@
 #include "os/file_io.h"
 #include "proc/proc_reader.h"
 #include "queue/runner.h"
+#include "test_paths.h"
 
 namespace gw::queue::runner_test {
 
@@ -145,7 +146,7 @@ class RunnerTest : public ::testing::Test {
     ASSERT_EQ(mkdir(state_dir_.c_str(), 0700), 0);
     ASSERT_EQ(mkdir(work_.c_str(), 0755), 0);
     options_.state_dir = state_dir_;
-    options_.supervisor_path = GW_SUPERVISOR_PATH;
+    options_.supervisor_path = gw::test::BinaryDir() + "/gpuwarden-supervise";
     options_.grace_s = 5;
   }
   void TearDown() override {

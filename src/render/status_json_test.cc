@@ -9,6 +9,7 @@
 
 #include "core/units.h"
 #include "render/test_snapshots.h"
+#include "test_paths.h"
 
 namespace gw::render {
 namespace {
@@ -267,7 +268,7 @@ std::set<std::string> Keys(const json& object) {
 // docs/json.md's example must use exactly the keys the renderer writes, so
 // the documentation cannot drift from the code.
 TEST(StatusJson, DocumentedExampleHasTheRealKeys) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/json.md");
+  std::ifstream in(gw::test::SourceDir() + "/docs/json.md");
   ASSERT_TRUE(in) << "docs/json.md missing";
   std::stringstream buf;
   buf << in.rdbuf();

@@ -9,10 +9,12 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.h"
+
 namespace gw::slurm {
 
 inline std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/src/slurm/testdata/" + name);
+  std::ifstream in(gw::test::SourceDir() + "/src/slurm/testdata/" + name);
   EXPECT_TRUE(in) << name;
   std::stringstream s;
   s << in.rdbuf();

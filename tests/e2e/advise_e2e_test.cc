@@ -14,6 +14,7 @@
 
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -70,7 +71,7 @@ std::vector<std::string> Words(const std::string& text) {
 // estimate and error are what the estimator computes now, and an error
 // beyond 10 % has its reason.
 TEST(AdviseE2e, TheDocsTableIsWhatTheEstimatorSays) {
-  std::ifstream doc(std::string(GW_SOURCE_DIR) + "/docs/advise.md");
+  std::ifstream doc(gw::test::SourceDir() + "/docs/advise.md");
   ASSERT_TRUE(doc.good());
   std::string line;
   bool in_table = false;
@@ -255,7 +256,7 @@ TEST(AdviseE2e, OnlyAParameterCountGivesALowerBound) {
 
 // Every key the document has is in docs/json.md's section on it.
 TEST(AdviseE2e, EveryKeyOfTheJsonIsDocumented) {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/json.md");
+  std::ifstream in(gw::test::SourceDir() + "/docs/json.md");
   std::stringstream text;
   text << in.rdbuf();
   const std::string all = text.str();

@@ -7,6 +7,7 @@
 
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -111,7 +112,7 @@ TEST(BadInputE2e, BadFlagsAreUsageErrors) {
 // An empty value would otherwise read as "not given": `why --need ''` would
 // answer without the need, with exit 0.
 TEST(BadInputE2e, EmptyValuesAreUsageErrorsNamingTheOption) {
-  const std::string dump = std::string(GW_SOURCE_DIR) + "/tests/corpus/demo-lab-8x-a100/dump.xml";
+  const std::string dump = gw::test::SourceDir() + "/tests/corpus/demo-lab-8x-a100/dump.xml";
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"why", "--from", dump, "--need", ""},
            {"why", "--from", dump, "--since", ""},
@@ -138,8 +139,8 @@ TEST(BadInputE2e, PowerWithAnUnopenableLogSaysSoAndStillRunsEveryNode) {
   TempDir dir;
   const std::string log = dir.path() + "/missing-dir/power.log";
   const std::string marker = dir.path() + "/{node}.started";
-  const RunResult r = RunProcess({std::string(GW_BINARY_DIR) + "/gpuwarden-power", "resume",
-                                  "n[1-2]", "--log", log, "--", "/usr/bin/touch", marker});
+  const RunResult r = RunProcess({gw::test::BinaryDir() + "/gpuwarden-power", "resume", "n[1-2]",
+                                  "--log", log, "--", "/usr/bin/touch", marker});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("cannot open the log " + log + ": No such file or directory"),
             std::string::npos)

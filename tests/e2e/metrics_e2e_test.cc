@@ -32,6 +32,7 @@
 #include "e2e/queue_e2e_util.h"
 #include "e2e/service_process.h"
 #include "e2e/user_process.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -41,11 +42,9 @@ using nlohmann::json;
 constexpr char kScenario[] = "row-remap-failed.json";  // GPU 2: rows can no longer be remapped.
 std::string Prometheus() { return "/usr/bin/prometheus"; }
 std::string Promtool() { return "/usr/bin/promtool"; }
-std::string RulesPath() { return std::string(GW_SOURCE_DIR) + "/packaging/prometheus"; }
-std::string DashboardPath() {
-  return std::string(GW_SOURCE_DIR) + "/packaging/grafana/gpuwarden.json";
-}
-std::string MetricsDocPath() { return std::string(GW_SOURCE_DIR) + "/docs/metrics.md"; }
+std::string RulesPath() { return gw::test::SourceDir() + "/packaging/prometheus"; }
+std::string DashboardPath() { return gw::test::SourceDir() + "/packaging/grafana/gpuwarden.json"; }
+std::string MetricsDocPath() { return gw::test::SourceDir() + "/docs/metrics.md"; }
 
 // A registered process of the simulator: a real `sleep` that the simulated
 // driver lists on one GPU with `mib` of memory.

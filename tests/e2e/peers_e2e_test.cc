@@ -33,12 +33,13 @@
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
 #include "gtest/gtest.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
 
 using nlohmann::json;
-std::string PeersDir() { return std::string(GW_SOURCE_DIR) + "/bench/.peers"; }
+std::string PeersDir() { return gw::test::SourceDir() + "/bench/.peers"; }
 std::string PeersRoot() { return PeersDir() + "/root"; }
 std::string NvtopBinary() { return PeersRoot() + "/usr/bin/nvtop"; }
 std::string GpustatScript() { return PeersRoot() + "/usr/bin/gpustat"; }

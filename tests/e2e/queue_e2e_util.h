@@ -38,6 +38,7 @@
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/user_process.h"
+#include "test_paths.h"
 
 namespace gw::test {
 
@@ -50,7 +51,7 @@ inline constexpr double kQueueWaitS = 90;
 // written here as the documentation gives it, not read from the code.
 inline constexpr int kExitStorageRefused = 18;
 
-inline std::string DaemonBinary() { return std::string(GW_BINARY_DIR) + "/gpuwardend"; }
+inline std::string DaemonBinary() { return gw::test::BinaryDir() + "/gpuwardend"; }
 
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

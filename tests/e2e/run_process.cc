@@ -1,4 +1,5 @@
 #include "e2e/run_process.h"
+#include "test_paths.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -159,13 +160,11 @@ RunResult RunProcess(const std::vector<std::string>& argv, const RunOptions& opt
   return result;
 }
 
-std::string GpuwardenBinary() { return std::string(GW_BINARY_DIR) + "/gpuwarden"; }
-std::string SimLibrary() { return std::string(GW_BINARY_DIR) + "/sim/libnvidia-ml.so.1"; }
+std::string GpuwardenBinary() { return gw::test::BinaryDir() + "/gpuwarden"; }
+std::string SimLibrary() { return gw::test::BinaryDir() + "/sim/libnvidia-ml.so.1"; }
 std::string ScenarioPath(const std::string& name) {
-  return std::string(GW_SOURCE_DIR) + "/scenarios/" + name;
+  return gw::test::SourceDir() + "/scenarios/" + name;
 }
-std::string SharedSamplesDir() {
-  return std::string(GW_SOURCE_DIR) + "/../shared/research/samples";
-}
+std::string SharedSamplesDir() { return gw::test::SourceDir() + "/../shared/research/samples"; }
 
 }  // namespace gw::test

@@ -1,5 +1,6 @@
 #include "e2e/scenario_expect.h"
 #include "core/units.h"
+#include "test_paths.h"
 
 #include <algorithm>
 #include <cmath>
@@ -141,7 +142,7 @@ ExpectedServer LoadExpectedServer(const std::string& path) {
 std::vector<std::string> ShippedScenarios() {
   std::vector<std::string> out;
   for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(GW_SOURCE_DIR) + "/scenarios")) {
+       std::filesystem::directory_iterator(gw::test::SourceDir() + "/scenarios")) {
     if (entry.path().extension() == ".json") out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());

@@ -21,6 +21,7 @@
 
 #include "e2e/user_process.h"
 #include "slurm/slurm_json.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -422,7 +423,7 @@ bool SlurmCluster::WritePowerPrograms(std::string* error) {
                      "/slurm.conf </dev/null >>" + d + "/log/slurmd-$1.start 2>&1' sh {node}"},
       {"suspend", "/bin/sh -c 'exec /bin/kill \"$(cat " + d + "/slurmd-$1.pid)\"' sh {node}"}};
   for (const auto& [action, command] : commands) {
-    const std::string source = std::string(GW_SOURCE_DIR) + "/packaging/slurm/" + action;
+    const std::string source = gw::test::SourceDir() + "/packaging/slurm/" + action;
     std::ifstream in(source);
     if (!in) {
       *error = "cannot read " + source;
@@ -437,9 +438,9 @@ bool SlurmCluster::WritePowerPrograms(std::string* error) {
       }
       const std::string shipped = "/usr/lib/gpuwarden/gpuwarden-power " + action + " \"$1\"";
       if (const size_t at = line.find(shipped); at != std::string::npos) {
-        line.replace(at, shipped.size(),
-                     std::string(GW_BINARY_DIR) + "/gpuwarden-power " + action + " \"$1\" --log " +
-                         power_log());
+        line.replace(
+            at, shipped.size(),
+            gw::test::BinaryDir() + "/gpuwarden-power " + action + " \"$1\" --log " + power_log());
       }
       program += line + "\n";
     }

@@ -22,6 +22,7 @@
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -31,8 +32,8 @@ namespace fs = std::filesystem;
 
 constexpr size_t kMinCases = 45;
 
-std::string CorpusDir() { return std::string(GW_SOURCE_DIR) + "/tests/corpus"; }
-std::string ScenarioExpectedDir() { return std::string(GW_SOURCE_DIR) + "/scenarios/expected"; }
+std::string CorpusDir() { return gw::test::SourceDir() + "/tests/corpus"; }
+std::string ScenarioExpectedDir() { return gw::test::SourceDir() + "/scenarios/expected"; }
 
 // The case directories (those holding an expected.json), sorted.
 std::vector<std::string> CorpusCases() {
