@@ -35,13 +35,19 @@ function(gw_add_test name)
   gw_test_code(${name})
   # Generous: the suite also runs under ASan on two slow cores, and the queue's
   # crash-safety test loops through 20+ daemon restarts.
+  # Under the sanitizers, LeakSanitizer skips the leaks scripts/lsan.supp
+  # names (glibc's, not the project's); the programs a test starts inherit it.
+  set(env)
+  if(GW_SANITIZE)
+    set(env ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/scripts/lsan.supp")
+  endif()
   if(T_WHOLE)
     add_test(NAME ${name} COMMAND ${name})
     # Such a binary runs for tens of seconds (the Slurm cluster's for one to
     # two minutes): a high cost makes ctest start it first, where a fresh
     # clone has no timings yet, instead of last with the cores idle around it.
-    set_tests_properties(${name} PROPERTIES TIMEOUT 600 COST 1000)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 600 COST 1000 ${env})
   else()
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600 ${env})
   endif()
 endfunction()
