@@ -145,6 +145,10 @@ struct Gpu {
   MemoryInfo memory;
   Opt<unsigned> utilization_gpu_pct;
   Opt<unsigned> utilization_memory_pct;
+  // The GPU does not report utilisation at all (NVML: NOT_SUPPORTED; a dump:
+  // "N/A"), as some GeForce and vGPU boards: not a failed read. Its memory and
+  // processes then say whether it is idle.
+  bool utilization_not_supported = false;
   Opt<int> temperature_c;
   Opt<int> temperature_slowdown_c;
   Opt<int> temperature_shutdown_c;

@@ -76,6 +76,23 @@ constexpr FindingSpec kSpecs[] = {
          "The memory is allocated but unused: the capacity can be reclaimed by the owner (or an "
          "administrator) without hurting running work. When SM use is unknown (MIG, old "
          "drivers, offline dumps) the rule does not guess."},
+    {.code = "HOLDER_IDLE_ONE_SAMPLE",
+     .severity = S::kInfo,
+     .category = C::kHolder,
+     .implies = V::kOk,
+     .actor = A::kOwner,
+     .title = "A process holds GPU memory at 0 % in the one sample seen",
+     .next_steps = "Look over time before calling it idle: gpuwarden why --window 10m\n"
+                   "gpuwarden status --gpu <gpu>\n"
+                   "If it is yours and idle, end it: gpuwarden kill <pid>",
+     .explanation =
+         "The process holds at least 1 GiB on a GPU whose utilisation is at most 5 % in the one "
+         "sample there is (an offline dump, why --now). It may be idle, or a job between two "
+         "steps (loading data, checkpointing, waiting at a barrier): one sample cannot tell, "
+         "and an offline dump has neither the process's age nor its own SM use. The memory is "
+         "live work until a window of samples shows it idle (IDLE_HOLDER): it is never counted "
+         "as reclaimable, and the GPU's verdict follows its memory like any other. Memory held "
+         "with no process listed, in the same situation, is HIDDEN_USE."},
     {.code = "ORPHAN_HOLDER",
      .severity = S::kWarning,
      .category = C::kHolder,
@@ -752,9 +769,11 @@ constexpr FindingSpec kSpecs[] = {
      .next_steps = "nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i <gpu>\n"
                    "admin: check the fans, airflow and any manual fan setting",
      .explanation =
-         "The GPU's fan ran at or above 80 % in every sample while its utilisation was at most "
-         "5 % and no process on it computed. Fans follow temperature; racing fans on an idle "
-         "GPU point at a cooling or sensor problem."},
+         "The GPU's fan ran at or above 80 % in every sample of a window of at least two while "
+         "its utilisation was at most 5 % and no process on it computed. Fans follow "
+         "temperature; racing fans on an idle GPU point at a cooling or sensor problem, or at a "
+         "fan speed set by hand. One sample (an offline dump, why --now) is not judged: one "
+         "reading cannot tell those apart from a GPU that just finished a job."},
     {.code = "HW_SLOWDOWN",
      .severity = S::kWarning,
      .category = C::kHardware,
@@ -819,8 +838,8 @@ constexpr FindingSpec kSpecs[] = {
          "unknown.\n\n"
          "If the limit was lowered on purpose (power budget, cooling), nothing is wrong."},
     // ---- Kernel log (Xid) --------------------------------------------------
-    // Severity and verdict follow NVIDIA's action and the error's containment
-    // (kmsg::XidImpact); the category follows the Xid's cause.
+    // Severity and verdict follow NVIDIA's immediate resolution (kmsg::XidImpact,
+    // docs/xid-catalog.md); the category follows the Xid's cause.
     {.code = "XID_FATAL",
      .severity = S::kCritical,
      .category = C::kHardware,
@@ -833,13 +852,15 @@ constexpr FindingSpec kSpecs[] = {
                    "diag -r 3\n"
                    "vendor: RMA if it recurs after a reset or reboot",
      .explanation =
-         "The kernel log has, in the current boot and driver load, an Xid whose NVIDIA action is "
-         "to reset the GPU, reboot the node or drain it, or a hardware fault by itself: e.g. 48 "
-         "(double-bit ECC), 62 (PMU halt), 64 (row-remap failure), 74 (NVLink), 79 (fell off the "
-         "bus), 95 (uncontained ECC), 119 and 120 (GSP firmware), 136 (link training), 140 "
-         "(unrecovered ECC), 143 (initialisation failure), 154 naming a reset or reboot. The "
-         "finding's category is the Xid's cause: memory, bus, nvlink, driver (driver and GSP "
-         "firmware), power, or hardware for an Xid of unknown cause.\n\n"
+         "The kernel log has, in the current boot and driver load, an Xid whose resolution in "
+         "NVIDIA's catalog is to reset the GPU, reboot the node or VM, drain it or check its "
+         "power cables: e.g. 48 (double-bit ECC), 54 (auxiliary power), 62 (PMU halt), 64 "
+         "(row-remap failure), 74 (NVLink), 79 (fell off the bus), 95 (uncontained ECC), 109 "
+         "(context-switch timeout: the application's, but the GPU needs a reset), 119 and 120 "
+         "(GSP firmware), 136 (link training), 140 (unrecovered ECC), 143 (initialisation "
+         "failure), 154 naming a reset or reboot. The finding's category is the Xid's cause: "
+         "memory, bus, nvlink, driver (driver and GSP firmware), power, engine or "
+         "application.\n\n"
          "The first step is NVIDIA's action for that Xid. Events of an earlier boot or driver "
          "load are history (XID_HISTORY); a GPU that fell off the bus and reads normally now is "
          "XID_RECOVERED.",
@@ -856,10 +877,11 @@ constexpr FindingSpec kSpecs[] = {
      .explanation =
          "The kernel log has, in the current boot and driver load, an Xid after which the GPU "
          "still serves work but someone should act: 94 (a contained ECC error: restart the "
-         "affected application, reset the GPU when convenient to remap the row), codes whose "
-         "NVIDIA action is to contact support without a hardware fault by itself (39, 56, 61, "
-         "78, 122, 123, 159-166, 168-170), 154 whose new action cannot be read, and Xids not "
-         "in gpuwarden's catalog. The category is the Xid's cause (hardware when unknown)."
+         "affected application, reset the GPU at its next idle window to remap the row), codes "
+         "NVIDIA's catalog resolves by contacting support or updating the software (78, 142, "
+         "163-170, and the codes it lists as unused), 154 whose new action cannot be read, and "
+         "Xids NVIDIA's catalog does not list (unknown: category driver, never guessed to be "
+         "hardware). The category is the Xid's cause."
          "\n\nThe GPU's verdict is DEGRADED: usable, not at full health.",
      .category_source = CategorySource::kXidCause},
     {.code = "XID_APPLICATION",
@@ -874,9 +896,10 @@ constexpr FindingSpec kSpecs[] = {
          "The kernel log has an Xid that almost always comes from the application, not the "
          "GPU: 13 (graphics engine exception, e.g. an illegal address), 31 (GPU memory page "
          "fault), 43 (channel reset after an application fault), 45 (pre-emptive cleanup), 68 "
-         "(video decoder exception), 109 (context-switch timeout). The GPU stays healthy; these "
-         "never make a GPU FAULT on their own. If the same Xid repeats on one GPU with "
-         "known-good code, ask an administrator to run diagnostics.",
+         "(video decoder exception): the Kubernetes device plugin's application set. The GPU "
+         "stays healthy (109, the set's context-switch timeout, is XID_FATAL instead: NVIDIA "
+         "resets the GPU after it). If the same Xid repeats on one GPU with known-good code, ask "
+         "an administrator to run diagnostics.",
      .category_source = CategorySource::kXidCause},
     {.code = "XID_OTHER",
      .severity = S::kInfo,
@@ -888,12 +911,15 @@ constexpr FindingSpec kSpecs[] = {
                    "Look the number up in NVIDIA's Xid catalog: "
                    "https://docs.nvidia.com/deploy/xid-errors/",
      .explanation =
-         "The kernel log has an Xid whose NVIDIA action is to ignore it or to restart the "
-         "application, from a cause other than the application: informational (63, a row "
-         "marked for remapping; 92, a high single-bit error rate: monitor), driver-side (8, 32, "
-         "38, 42, 60, 67, 69, 73), a non-fatal NVLink5 error (144-150 marked Nonfatal), 121, 137, "
-         "or 154 changing the recovery action to none. It does not change the verdict; the "
-         "category is the Xid's cause.",
+         "The kernel log has an Xid whose resolution in NVIDIA's catalog is to ignore it or to "
+         "restart the application, from a cause other than the application: an engine's "
+         "exception (copy engines CE0-CE19: 39-41, 70-72, 75-77, 85, 126-135; video, JPEG and "
+         "optical-flow engines; graphics and push-buffer errors: 8, 11, 25, 32, 44, 69, 80), "
+         "informational memory events (63, a row marked for remapping; 92, a high single-bit "
+         "error rate: monitor), firmware notices (37, 38, 66, 67, 93), 121, 137, 157, 160, 161, "
+         "162, a non-fatal NVLink5 error (144-150 marked Nonfatal), or 154 changing the "
+         "recovery action to none. It does not change the verdict; the category is the Xid's "
+         "cause.",
      .category_source = CategorySource::kXidCause},
     {.code = "XID_RECOVERED",
      .severity = S::kInfo,
@@ -937,7 +963,7 @@ constexpr FindingSpec kSpecs[] = {
      .actor = A::kAdmin,
      .title = "A GPU the kernel saw is not listed by NVML",
      .next_steps = "nvidia-smi -L; lspci -d 10de: (the GPUs on the PCI bus)\n"
-                   "sudo dmesg -T | grep -iE 'NVRM|RmInitAdapter|fallen off'\n"
+                   "sudo dmesg -T | grep -iE 'NVRM|RmInitAdapter|fallen off|probe routine'\n"
                    "admin: reset the GPU or reboot the node; check its power cables, seating and "
                    "riser; update the driver if RmInitAdapter failed\n"
                    "vendor: RMA if it stays missing after a reboot",
@@ -945,8 +971,10 @@ constexpr FindingSpec kSpecs[] = {
          "The kernel saw a GPU that NVML (or the nvidia-smi dump) does not list: in the current "
          "boot the driver failed to initialise it (RmInitAdapter failed), found it fallen off "
          "the bus at probe, or logged an Xid for its PCI address; or, live, the driver lists it "
-         "under /proc/driver/nvidia/gpus. The finding names the GPU by its PCI bus id (or its "
-         "device minor number when the driver printed no bus id).\n\n"
+         "under /proc/driver/nvidia/gpus; or, at its current load, the driver's probe routine "
+         "failed for more devices than the log names. The finding names the GPU by its PCI bus "
+         "id (or its device minor number when the driver printed no bus id, or only the count "
+         "of the probe failure).\n\n"
          "A GPU that vanished is a server fault: the server has fewer GPUs than it should, and "
          "the others may follow (power, a PCIe switch). Only current events count; a GPU "
          "removed since an earlier boot is history.",

@@ -28,6 +28,8 @@ std::string_view CategoryName(Category category) {
       return "configuration";
     case Category::kApplication:
       return "application";
+    case Category::kEngine:
+      return "engine";
     case Category::kDriver:
       return "driver";
     case Category::kMemory:

@@ -25,6 +25,7 @@ enum class Category {
   kHolder,         // A process holds GPU resources: idle, orphaned, zombie, hidden.
   kConfiguration,  // A setting (compute mode, MIG, persistence, CUDA_VISIBLE_DEVICES).
   kApplication,    // An application fault (application Xids).
+  kEngine,         // A GPU engine (copy, video, JPEG, graphics) raised an exception running work.
   kDriver,         // The driver or NVML: not loaded, mismatch, timeouts.
   kMemory,         // ECC, page retirement, row remapping.
   kBus,            // PCIe and "fell off the bus".

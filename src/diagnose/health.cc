@@ -70,6 +70,7 @@ bool IsHealthCategory(Category category) {
     case Category::kNvlink:
     case Category::kHardware:
     case Category::kApplication:
+    case Category::kEngine:
       return true;
     case Category::kShortage:
     case Category::kContention:

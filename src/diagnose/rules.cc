@@ -55,7 +55,7 @@ const std::vector<Rule>& Rules() {
       {"zombie_holder", internal::RuleZombieHolder, {"ZOMBIE_HOLDER"}},
       {"uninterruptible_holder", internal::RuleUninterruptibleHolder, {"UNINTERRUPTIBLE_HOLDER"}},
       {"orphan_holder", internal::RuleOrphanHolder, {"ORPHAN_HOLDER"}},
-      {"idle_holder", internal::RuleIdleHolder, {"IDLE_HOLDER"}},
+      {"idle_holder", internal::RuleIdleHolder, {"IDLE_HOLDER", "HOLDER_IDLE_ONE_SAMPLE"}},
       {"invisible_holder", internal::RuleInvisibleHolder, {"INVISIBLE_HOLDER", "HIDDEN_USE"}},
       {"unlisted_device_holder", internal::RuleUnlistedDeviceHolder, {"UNLISTED_DEVICE_HOLDER"}},
       {"foreign_pid", internal::RuleForeignPid, {"FOREIGN_PID"}},

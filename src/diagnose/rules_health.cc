@@ -214,9 +214,9 @@ void RuleEcc(const RuleContext& ctx, std::vector<Finding>& out) {
                       gpu.index, *ecc.volatile_sram_uncorrected,
                       *ecc.volatile_sram_uncorrected == 1 ? "" : "s"),
           1);
-      f.evidence.push_back(NumberEvidence("volatile_sram_uncorrected",
-                                          static_cast<double>(*ecc.volatile_sram_uncorrected),
-                                          "count", fmt::format("{}", *ecc.volatile_sram_uncorrected)));
+      f.evidence.push_back(NumberEvidence(
+          "volatile_sram_uncorrected", static_cast<double>(*ecc.volatile_sram_uncorrected), "count",
+          fmt::format("{}", *ecc.volatile_sram_uncorrected)));
       f.evidence.push_back(NumberEvidence("volatile_dram_uncorrected", 0, "count", "0"));
       AddCatalogSteps(f);
       out.push_back(std::move(f));
@@ -548,7 +548,9 @@ void RuleIdleThermal(const RuleContext& ctx, std::vector<Finding>& out) {
       AddCatalogSteps(f);
       out.push_back(std::move(f));
     }
-    if (fans > 0 && racing == fans) {
+    // A fan is judged over time: one reading of a racing fan on an idle GPU
+    // looks the same as a fan an administrator set by hand.
+    if (fans > 1 && racing == fans) {
       Finding f = MakeFinding(
           "FAN_HIGH_WHILE_IDLE", {gpu.index}, {},
           fmt::format("GPU {}'s fan runs at {} % while the GPU is idle", gpu.index, *last_fan), 1);

@@ -212,6 +212,30 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       continue;
     }
     ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
+    if (ctx.samples() == 1 && pw.sm_known == 0) {
+      // One sample without the process's own SM use (an offline dump) cannot
+      // prove a holder idle (a job between two steps reads 0 % too), nor call
+      // its memory reclaimable: say what it shows.
+      const Gpu& gpu = latest.gpus[h.gpu_i];
+      const bool gpu_idle =
+          gpu.utilization_gpu_pct && *gpu.utilization_gpu_pct <= o.idle_util_max_pct;
+      if (!gpu_idle || pw.sm_busy > 0) continue;
+      Finding f = MakeFinding(
+          "HOLDER_IDLE_ONE_SAMPLE", gpus, {h.pid},
+          fmt::format("{} {} at {} % utilisation in this sample: it may be idle, which one sample "
+                      "cannot tell from a job between two steps",
+                      ProcessText(latest, h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
+                      *gpu.utilization_gpu_pct),
+          Gib(*h.bytes()) / 10);
+      f.evidence.push_back(BytesEvidence("held", *h.bytes()));
+      f.evidence.push_back(
+          NumberEvidence("utilization", *gpu.utilization_gpu_pct, "%",
+                         fmt::format("{} % (one sample)", *gpu.utilization_gpu_pct)));
+      AddProcessEvidence(ctx, f, h);
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+      continue;
+    }
     if (pw.sm_known == 0 || pw.sm_busy > 0) continue;
     // Idle long enough: a freshly started job loading its model also sits at 0 %.
     const Opt<double> age = h.host != nullptr ? h.host->age_s : std::nullopt;
@@ -323,7 +347,10 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       const std::string util =
           util_known == 0 ? std::string("utilisation unknown")
           : computes      ? fmt::format("the GPU computes ({} %)", util_max)
-                          : "idle in the one sample, which cannot tell idle from between two steps";
+                          : fmt::format(
+                                "held at {} % in this sample: it may be idle, which one sample "
+                                     "cannot tell from a job between two steps",
+                                util_max);
       Finding f = MakeFinding(
           "HIDDEN_USE", {gpu.index}, holders,
           fmt::format("GPU {} has {} in use by processes this view cannot list ({}); likeliest: {}",

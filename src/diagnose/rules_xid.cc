@@ -16,6 +16,7 @@
 #include "core/pci_address.h"
 #include "diagnose/rule_context.h"
 #include "kmsg/event_age.h"
+#include "kmsg/nvrm_parser.h"
 #include "proc/device_files.h"
 
 namespace gw::diagnose {
@@ -24,8 +25,11 @@ Category XidCategory(kmsg::CauseClass cause) {
   switch (cause) {
     case kmsg::CauseClass::kApplication:
       return Category::kApplication;
+    case kmsg::CauseClass::kEngine:
+      return Category::kEngine;
     case kmsg::CauseClass::kDriver:
     case kmsg::CauseClass::kFirmware:
+    case kmsg::CauseClass::kUnknown:
       return Category::kDriver;
     case kmsg::CauseClass::kMemory:
       return Category::kMemory;
@@ -36,21 +40,19 @@ Category XidCategory(kmsg::CauseClass cause) {
     case kmsg::CauseClass::kNvlink:
       return Category::kNvlink;
     case kmsg::CauseClass::kInformational:
-    case kmsg::CauseClass::kUnknown:
       return Category::kHardware;
   }
-  return Category::kHardware;
+  return Category::kDriver;
 }
 
 std::string_view XidFindingCode(kmsg::CauseClass cause, kmsg::XidImpact impact) {
-  if (cause == kmsg::CauseClass::kApplication) return "XID_APPLICATION";
   switch (impact) {
     case kmsg::XidImpact::kFault:
       return "XID_FATAL";
     case kmsg::XidImpact::kDegraded:
       return "XID_WARNING";
     case kmsg::XidImpact::kNone:
-      return "XID_OTHER";
+      return cause == kmsg::CauseClass::kApplication ? "XID_APPLICATION" : "XID_OTHER";
   }
   return "XID_WARNING";
 }
@@ -202,14 +204,9 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     inc.age = ages[i];
     if (e.kind == kmsg::kKindXid && e.xid) {
       inc.xid = *e.xid;
+      // Xid 45 "caused by previous Xid N" is judged as N (AssessXid): the
+      // driver cleaning up after N, not an application fault.
       inc.assessment = kmsg::AssessXid(e);
-      if (inc.assessment.attributed_xid != inc.assessment.xid) {
-        // Xid 45 "caused by previous Xid N": the driver cleaning up after N,
-        // not an application fault. It is counted with N's cause; the N line
-        // is judged on its own.
-        inc.assessment.cause = inc.assessment.info.cause;
-        inc.assessment.impact = kmsg::XidImpact::kNone;
-      }
     } else if (e.kind == kmsg::kKindFallenOffBus) {
       bool part_of_xid = false;
       for (size_t j = i >= 3 ? i - 3 : 0; j < std::min(events.size(), i + 4) && !part_of_xid; ++j) {
@@ -225,6 +222,24 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       continue;
     }
     incidents.push_back(std::move(inc));
+  }
+
+  // Xid 154 says the recovery action changed because of an error: its
+  // category is that of the last Xid before it on the same GPU (a GSP
+  // timeout's 154 is the driver's), hardware only when none is known.
+  for (size_t i = 0; i < incidents.size(); ++i) {
+    Incident& inc = incidents[i];
+    if (inc.xid != 154 || inc.assessment.cause != kmsg::CauseClass::kInformational) continue;
+    const Where w = where_of(*inc.event);
+    for (size_t j = i; j-- > 0;) {
+      const Incident& before = incidents[j];
+      if (before.xid == 154 || before.event->boot_id != inc.event->boot_id ||
+          !(where_of(*before.event) == w)) {
+        continue;
+      }
+      inc.assessment.cause = before.assessment.cause;
+      break;
+    }
   }
 
   // Current incidents by finding code and place; history by place.
@@ -386,6 +401,31 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
                     minor, Safe(proc::DeviceFilePrefix(latest.device_dir)), minor, lister),
         1.5);
     f.evidence.push_back(NumberEvidence("minor_number", minor, "count", fmt::format("{}", minor)));
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+
+  // `The NVIDIA probe routine failed for N device(s).` of the current driver
+  // load: N GPUs the driver could not take. Those not already named above
+  // (by bus id or minor number) are missing without an address.
+  unsigned probe_failed = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (ages[i].age != kmsg::EventAge::kCurrent) continue;
+    if (Opt<unsigned> n = kmsg::ProbeFailedDevices(events[i])) probe_failed = *n;
+  }
+  const size_t named = missing.size() + missing_minors.size();
+  if (probe_failed > named) {
+    const unsigned unnamed = probe_failed - static_cast<unsigned>(named);
+    Finding f = MakeFinding(
+        "GPU_MISSING", {}, {},
+        fmt::format("{} GPU{} missing: the driver's probe failed for {} device{} in its current "
+                    "load, and {}",
+                    unnamed, unnamed == 1 ? " is" : "s are", probe_failed,
+                    probe_failed == 1 ? "" : "s",
+                    ctx.live() ? "NVML does not list them" : "the dump does not list them"),
+        1.5);
+    f.evidence.push_back(NumberEvidence("probe_failed_devices", probe_failed, "count",
+                                        fmt::format("{}", probe_failed)));
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }

@@ -11,14 +11,16 @@
 namespace gw::diagnose {
 
 // The finding category of an Xid's cause (CategorySource::kXidCause):
-// application; driver for driver and GSP / firmware; memory; bus; power for
-// thermal and power; nvlink; hardware for informational and unknown causes.
+// application; engine; driver for driver, GSP / firmware and unknown codes;
+// memory; bus; power for thermal and power; nvlink; hardware for
+// informational (Xid 154 with no Xid before it on its GPU).
 // CategoryName(XidCategory(c)) == kmsg::CategoryWord(c).
 Category XidCategory(kmsg::CauseClass cause);
 
-// The code of a finding about a current Xid: XID_APPLICATION for the
-// application's Xids, else by impact: kFault -> XID_FATAL, kDegraded ->
-// XID_WARNING, kNone -> XID_OTHER.
+// The code of a finding about a current Xid, by its impact: kFault ->
+// XID_FATAL (an application's Xid too: 109 needs a GPU reset), kDegraded ->
+// XID_WARNING, kNone -> XID_APPLICATION for the application's Xids, else
+// XID_OTHER.
 std::string_view XidFindingCode(kmsg::CauseClass cause, kmsg::XidImpact impact);
 
 }  // namespace gw::diagnose

@@ -75,7 +75,8 @@ TEST(XidTest, FellOffTheBus) {
   EXPECT_EQ(f.implies, Verdict::kFault);
   EXPECT_EQ(f.category, Category::kBus);
   EXPECT_EQ(*EvidenceNumber(f, "xid_79"), 1);
-  EXPECT_THAT(f.next_steps[0], HasSubstr("admin: NVIDIA's action for Xid 79: Drain and reboot"));
+  EXPECT_THAT(f.next_steps[0],
+              HasSubstr("admin: NVIDIA's action for Xid 79: Drain the node and reboot it"));
 }
 
 TEST(XidTest, LostGpuFoundByAnEarlierSample) {
@@ -118,11 +119,12 @@ TEST(XidTest, NvmlFormAndUnknownAddress) {
 // Class 3: the category is the Xid's cause, never a blanket "hardware".
 TEST(XidTest, CategoriesFollowTheCause) {
   const std::vector<std::pair<unsigned, Category>> want = {
-      {74, Category::kNvlink},  {119, Category::kDriver},   {120, Category::kDriver},
-      {48, Category::kMemory},  {63, Category::kMemory},    {64, Category::kMemory},
-      {92, Category::kMemory},  {94, Category::kMemory},    {95, Category::kMemory},
-      {79, Category::kBus},     {54, Category::kPower},     {13, Category::kApplication},
-      {149, Category::kNvlink}, {4242, Category::kHardware}};
+      {74, Category::kNvlink},  {119, Category::kDriver}, {120, Category::kDriver},
+      {48, Category::kMemory},  {63, Category::kMemory},  {64, Category::kMemory},
+      {92, Category::kMemory},  {94, Category::kMemory},  {95, Category::kMemory},
+      {79, Category::kBus},     {54, Category::kPower},   {13, Category::kApplication},
+      {149, Category::kNvlink}, {40, Category::kEngine},  {109, Category::kApplication},
+      {4242, Category::kDriver}};
   for (const auto& [xid, category] : want) {
     SCOPED_TRACE(xid);
     auto findings = RunXid(WithGpu3Lost(), {Xid(xid, kGpu3Kernel)});
@@ -163,9 +165,11 @@ TEST(XidTest, OtherAndUnknown) {
   ASSERT_EQ(Count(findings, "XID_OTHER"), 1u);  // 63: informational, memory.
   EXPECT_EQ(Find(findings, "XID_OTHER")->implies, Verdict::kOk);
   EXPECT_EQ(Find(findings, "XID_OTHER")->category, Category::kMemory);
-  // An Xid nobody catalogued: someone should look (NVIDIA: contact support).
+  // An Xid NVIDIA's catalog does not list: someone should look; it is the
+  // driver's report, never guessed to be hardware.
   ASSERT_EQ(Count(findings, "XID_WARNING"), 1u);
-  EXPECT_EQ(Find(findings, "XID_WARNING")->category, Category::kHardware);
+  EXPECT_EQ(Find(findings, "XID_WARNING")->category, Category::kDriver);
+  EXPECT_THAT(Find(findings, "XID_WARNING")->message, HasSubstr("unknown Xid"));
   EXPECT_EQ(Count(findings, "XID_FATAL"), 0u);
 }
 
@@ -173,7 +177,8 @@ TEST(XidTest, ApplicationXidsNeverFault) {
   Snapshot s = HealthyServer();
   std::vector<KernelEvent> events;
   for (int round = 0; round < 50; ++round) {
-    for (unsigned xid : {13u, 31u, 43u, 45u, 68u, 109u}) {
+    // 109 is in the set too, but NVIDIA resets the GPU after it (below).
+    for (unsigned xid : {13u, 31u, 43u, 45u, 68u}) {
       events.push_back(Xid(xid, kGpu3Kernel, kT0 - 1000 * round));
       events.push_back(Xid(xid, std::nullopt, kT0 - 1000 * round));
     }
@@ -189,6 +194,45 @@ TEST(XidTest, ApplicationXidsNeverFault) {
   Diagnosis d = DiagnoseWith(s, events);
   EXPECT_EQ(d.server, Verdict::kOk);
   for (const GpuVerdict& g : d.gpus) EXPECT_EQ(g.verdict, Verdict::kOk) << g.line;
+}
+
+// Xid 109 (context-switch timeout) is the application's (the device plugin's
+// set), but NVIDIA's resolution is RESET_GPU: FAULT, category application.
+TEST(XidTest, ContextSwitchTimeoutNeedsAResetAndStaysTheApplications) {
+  auto findings = RunXid(HealthyServer(), {Xid(109, kGpu3Kernel)});
+  ASSERT_EQ(Count(findings, "XID_FATAL"), 1u);
+  const Finding& f = *Find(findings, "XID_FATAL");
+  EXPECT_EQ(f.category, Category::kApplication);
+  EXPECT_EQ(f.implies, Verdict::kFault);
+  EXPECT_THAT(f.next_steps[0], HasSubstr("admin: NVIDIA's action for Xid 109: Drain the GPU"));
+  EXPECT_EQ(Count(findings, "XID_APPLICATION"), 0u);
+}
+
+// Engine exceptions (copy engine, graphics during a context switch): NVIDIA
+// restarts the application or ignores them; the GPU serves on.
+TEST(XidTest, EngineExceptionsLeaveTheGpuServing) {
+  Diagnosis d = DiagnoseWith(HealthyServer(), {Xid(44, kGpu3Kernel), Xid(40, kGpu3Kernel)});
+  EXPECT_EQ(d.server, Verdict::kOk);
+  EXPECT_EQ(d.gpus[3].verdict, Verdict::kOk);
+  auto findings = RunXid(HealthyServer(), {Xid(44, kGpu3Kernel), Xid(40, kGpu3Kernel)});
+  ASSERT_EQ(Count(findings, "XID_OTHER"), 1u);
+  EXPECT_EQ(Find(findings, "XID_OTHER")->category, Category::kEngine);
+  EXPECT_EQ(Count(findings, "XID_WARNING"), 0u);
+}
+
+// Xid 154 is filed with the Xid before it on its GPU: after a GSP timeout, driver.
+TEST(XidTest, RecoveryActionChangeFollowsTheXidItFollows) {
+  const std::string to_reset = "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset)";
+  auto after_gsp = RunXid(HealthyServer(), {Xid(119, kGpu3Kernel, kT0 - 6000),
+                                            Xid(154, kGpu3Kernel, kT0 - 5000, to_reset)});
+  for (const Finding& f : after_gsp) {
+    if (f.code.rfind("XID_", 0) == 0) {
+      EXPECT_EQ(f.category, Category::kDriver) << f.message;
+    }
+  }
+  auto alone = RunXid(HealthyServer(), {Xid(154, kGpu3Kernel, kT0 - 5000, to_reset)});
+  ASSERT_EQ(Count(alone, "XID_FATAL"), 1u);
+  EXPECT_EQ(Find(alone, "XID_FATAL")->category, Category::kHardware);
 }
 
 TEST(XidTest, OtherKindsAndMissingNumbersAreIgnored) {

@@ -372,10 +372,12 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
       const bool work_seen = internal::HasComputeProcess(gpu) || computes ||
                              !internal::MemoryEssentiallyFree(gpu, options);
       // "Free" needs the utilisation seen idle: unknown is not zero. Under
-      // MIG the whole GPU reports none by design, and its memory and
-      // processes say it all.
-      const bool idle_known =
-          gpu.utilization_gpu_pct.has_value() || gpu.mig_mode_current.value_or(false);
+      // MIG the whole GPU reports none by design, and a GPU that does not
+      // report utilisation at all (NOT_SUPPORTED, not a failed read) likewise:
+      // there its memory and its process list, read, say it all.
+      const bool idle_known = gpu.utilization_gpu_pct.has_value() ||
+                              gpu.mig_mode_current.value_or(false) ||
+                              (gpu.utilization_not_supported && gpu.processes_known);
       v.state = work_seen ? GpuState::kInUse : idle_known ? GpuState::kFree : GpuState::kUnknown;
     }
     switch (v.state) {

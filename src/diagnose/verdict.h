@@ -43,7 +43,7 @@ struct GpuVerdict {
 struct UserHolding {
   std::string user;  // "alice", "uid 1001", or "?" when /proc did not say.
   Opt<uid_t> uid;
-  std::vector<unsigned> gpus;    // Ascending.
+  std::vector<unsigned> gpus;  // Ascending.
   // The GPUs of `gpus` on which every process of the user is an idle,
   // orphaned or zombie holder (held, but no work done), ascending.
   std::vector<unsigned> idle_gpus;

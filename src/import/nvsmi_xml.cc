@@ -121,6 +121,13 @@ class Reader {
 
   bool Has(std::string_view path) const { return static_cast<bool>(Find(path).node); }
 
+  // The element is there and says "N/A": nvidia-smi's word for a value the
+  // GPU does not report (not an error string).
+  bool SaysNotAvailable(std::string_view path) const {
+    const Found found = Find(path);
+    return found.node && TrimXmlSpace(found.node.child_value()) == "N/A";
+  }
+
   // The trimmed text at `path` when it is a value: absent elements and the
   // "N/A"-like words give nullopt silently; NVML error strings give nullopt and
   // are logged. A section that collapsed to text ("<remapped_rows>N/A</...>",
@@ -489,6 +496,8 @@ Gpu ReadGpu(pugi::xml_node node, unsigned index, IssueLog* log) {
   }
 
   gpu.utilization_gpu_pct = r.Percent("utilization/gpu_util");
+  // nvidia-smi prints N/A for a value the GPU does not report.
+  gpu.utilization_not_supported = r.SaysNotAvailable("utilization/gpu_util");
   gpu.utilization_memory_pct = r.Percent("utilization/memory_util");
 
   gpu.temperature_c = r.Celsius("temperature/gpu_temp");

@@ -25,6 +25,10 @@ inline constexpr const char kKindXid[] = "xid";  // `NVRM: Xid (...): N, ...`
 inline constexpr const char kKindFallenOffBus[] = "fallen_off_bus";
 inline constexpr const char kKindRmInitAdapterFailed[] = "rm_init_adapter_failed";
 inline constexpr const char kKindNoAdapterProbed[] = "no_adapter_probed";
+// `The NVIDIA probe routine failed for N device(s).`, printed with the driver's
+// load banner: N GPUs the kernel found that the driver could not take
+// (ProbeFailedDevices in nvrm_parser.h reads N).
+inline constexpr const char kKindProbeFailed[] = "probe_failed";
 // `GPUn GSP RPC buffer contains function ...`, printed after a GSP RPC timeout
 // (the timeout itself is an Xid 119 event).
 inline constexpr const char kKindGspRpcTimeout[] = "gsp_rpc_timeout";

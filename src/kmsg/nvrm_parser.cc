@@ -399,6 +399,12 @@ void NvrmParser::HandleBody(std::string_view body, const Times& t, std::string_v
     Emit(std::move(ev));
     return;
   }
+  if (StartsWith(body, "The NVIDIA probe routine failed for ")) {
+    KernelEvent ev = NewEvent(kKindProbeFailed, t, raw);
+    ev.detail = std::string(body.substr(0, 256));
+    Emit(std::move(ev));
+    return;
+  }
   if (StartsWith(body, "No NVIDIA graphics adapter probed!")) {
     KernelEvent ev = NewEvent(kKindNoAdapterProbed, t, raw);
     ev.detail = std::string(body);
@@ -510,9 +516,22 @@ void NvrmParser::HandleGpuMessage(std::string_view body, const Times& t, std::st
     ++stats_.unrecognised_lines;
     return;
   }
-  // "GPU at 0000:01:00.0 has fallen off the bus." (older drivers).
+  // "GPU at 0000:01:00.0 has fallen off the bus." (older drivers), and
+  // "GPU at 0000:03:00: GPU-<uuid>" (the UUID line without "PCI:", as
+  // NVIDIA's Xid documentation prints it).
   if (StartsWith(body, "GPU at ")) {
     auto pci = ReadPci(body.substr(7), &used);
+    std::string_view rest = body.substr(std::min(body.size(), 7 + used));
+    if (StartsWith(rest, ":")) rest.remove_prefix(1);
+    rest = TrimLeft(rest);
+    if (pci && StartsWith(rest, "GPU-")) {
+      KernelEvent ev = NewEvent(kKindGpuUuid, t, raw);
+      ev.pci_bus_id = pci;
+      ev.detail = std::string(rest.substr(0, rest.find(' ')));
+      last_uuid_pci_ = pci;
+      Emit(std::move(ev));
+      return;
+    }
     if (pci && Contains(body, "fallen off the bus")) {
       KernelEvent ev = NewEvent(kKindFallenOffBus, t, raw);
       ev.pci_bus_id = pci;
@@ -675,6 +694,16 @@ std::vector<KernelEvent> ParseKernelLog(std::string_view text, const ParseOption
   NvrmParser parser(options);
   parser.FeedText(text, true);
   return parser.TakeEvents();
+}
+
+Opt<unsigned> ProbeFailedDevices(const KernelEvent& ev) {
+  constexpr std::string_view kLead = "The NVIDIA probe routine failed for ";
+  const std::string_view d = ev.detail;
+  if (ev.kind != kKindProbeFailed || !StartsWith(d, kLead)) return std::nullopt;
+  size_t used = 0;
+  const Opt<uint64_t> n = ReadDecimal(d.substr(kLead.size()), &used, 4);
+  if (!n || *n == 0) return std::nullopt;
+  return static_cast<unsigned>(*n);
 }
 
 }  // namespace gw::kmsg

@@ -161,6 +161,10 @@ class NvrmParser {
 // Parses a whole log held in memory.
 std::vector<KernelEvent> ParseKernelLog(std::string_view text, const ParseOptions& options);
 
+// The N of a kKindProbeFailed event ("... failed for N device(s)."); nullopt
+// for other events or a count that cannot be read.
+Opt<unsigned> ProbeFailedDevices(const KernelEvent& ev);
+
 }  // namespace gw::kmsg
 
 #endif  // GPUWARDEN_KMSG_NVRM_PARSER_H_

@@ -250,6 +250,32 @@ TEST(NvrmXid, Driver340WithUuidAnnouncement) {
   EXPECT_EQ(ev[1].detail, "12b2(1fa0) 00000000 00000000");
 }
 
+TEST(NvrmXid, UuidLineWithoutPciPrefix) {
+  // The form of NVIDIA's own Xid documentation: "GPU at 0000:03:00: GPU-...".
+  auto ev = Parse(
+      "[  121.331400] NVRM: GPU at 0000:03:00: GPU-b47b78f9-b9d9-272f-5f10-043e977b5633\n"
+      "[  121.331414] NVRM: Xid (PCI:0000:03:00): 13, pid=10, name=a, Graphics Exception\n");
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, "gpu_uuid");
+  EXPECT_EQ(ev[0].pci_bus_id, "00000000:03:00.0");
+  EXPECT_EQ(ev[0].detail, "GPU-b47b78f9-b9d9-272f-5f10-043e977b5633");
+  EXPECT_EQ(ev[1].xid, 13u);
+}
+
+TEST(NvrmProbe, ProbeFailedCountsDevices) {
+  auto ev = Parse(
+      "[    5.100000] NVRM: The NVIDIA probe routine failed for 3 device(s).\n"
+      "[    5.200000] NVRM: The NVIDIA probe routine failed for x device(s).\n");
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, "probe_failed");
+  EXPECT_EQ(ProbeFailedDevices(ev[0]), 3u);
+  EXPECT_FALSE(ProbeFailedDevices(ev[1]));  // Unreadable count: the event, no number.
+  KernelEvent other;
+  other.kind = "xid";
+  other.detail = "The NVIDIA probe routine failed for 3 device(s).";
+  EXPECT_FALSE(ProbeFailedDevices(other));
+}
+
 // --- Fallen off the bus ----------------------------------------------------
 
 TEST(NvrmFallenOffBus, Rm570WithUuidXidAndDeviceNotice) {
@@ -279,10 +305,13 @@ TEST(NvrmFallenOffBus, ProbeTimeThreeLineForm) {
       "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
       "[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  "
       "Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025\n");
-  // The banner is the driver-load marker of the event-age rules (event_age.h).
-  ASSERT_EQ(ev.size(), 2u);
-  EXPECT_EQ(ev[1].kind, "driver_load");
-  EXPECT_EQ(ev[1].detail.rfind("NVIDIA UNIX Open Kernel Module for x86_64  570.158.01", 0), 0u);
+  // The banner is the driver-load marker of the event-age rules (event_age.h);
+  // the probe failure says how many GPUs the driver could not take.
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[1].kind, "probe_failed");
+  EXPECT_EQ(ProbeFailedDevices(ev[1]), 1u);
+  EXPECT_EQ(ev[2].kind, "driver_load");
+  EXPECT_EQ(ev[2].detail.rfind("NVIDIA UNIX Open Kernel Module for x86_64  570.158.01", 0), 0u);
   EXPECT_EQ(ev[0].kind, "fallen_off_bus");
   EXPECT_EQ(ev[0].pci_bus_id, "00000000:B3:00.0");
   EXPECT_DOUBLE_EQ(*ev[0].monotonic_s, 1843.308145);

@@ -350,9 +350,11 @@ void NvmlCollector::ReadGpu(Gpu& gpu, GpuExtras& extras) {
 
   ReadMemory(gpu, h);
   nvmlUtilization_t utilization{};
-  if (Ok(GW_NVML(DeviceGetUtilizationRates, h, &utilization))) {
+  if (const nvmlReturn_t r = GW_NVML(DeviceGetUtilizationRates, h, &utilization); Ok(r)) {
     gpu.utilization_gpu_pct = utilization.gpu;
     gpu.utilization_memory_pct = utilization.memory;
+  } else {
+    gpu.utilization_not_supported = r == NVML_ERROR_NOT_SUPPORTED;
   }
   ReadProcesses(gpu, h);
 

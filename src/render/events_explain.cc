@@ -21,6 +21,8 @@ std::string ActionWords(XidAction a) {
       return "drain the GPU, then reset it";
     case XidAction::kCheckMechanicals:
       return "check power cables and seating";
+    case XidAction::kUpdateSoftware:
+      return "update the driver and firmware";
     case XidAction::kContactSupport:
       return "contact support";
     case XidAction::kIgnore:
@@ -48,6 +50,13 @@ constexpr KindText kKinds[] = {
      "The driver could not initialise the GPU (RmInitAdapter failed).",
      "Reset the GPU or reboot the node; check power and seating; replace (RMA) if it recurs "
      "after reboots.",
+     "reboot the node", "admin", true},
+    {kmsg::kKindProbeFailed, "GPU probe failed",
+     "The driver found GPUs it could not take (its probe routine failed for them): NVML does "
+     "not list them.",
+     "Read the lines before it (RmInitAdapter, fell off the bus, unsupported GPU); reset or "
+     "reseat the GPU, check power and the driver version; replace (RMA) if it recurs after "
+     "reboots.",
      "reboot the node", "admin", true},
     {kmsg::kKindNoAdapterProbed, "no GPU probed",
      "The driver module loaded but found no GPU it could drive.",

@@ -15,21 +15,29 @@ using nlohmann::json;
 json XidInfoJson(const kmsg::KernelEvent& ev) {
   if (ev.kind != kmsg::kKindXid || !ev.xid) return nullptr;
   const kmsg::XidAssessment a = kmsg::AssessXid(ev);
-  return json{{"xid", a.xid},
-              {"attributed_xid", a.attributed_xid},
-              {"known", a.info.known},
-              {"name", a.info.name},
-              {"mnemonic", a.info.mnemonic.empty() ? json(nullptr) : json(a.info.mnemonic)},
-              {"meaning", a.info.meaning},
-              {"cause_class", kmsg::CauseClassName(a.info.cause)},
-              // As `why` files it: findings[].category and the verdict while current.
-              {"category", kmsg::CategoryWord(a.cause)},
-              {"impact", kmsg::XidImpactName(a.impact)},
-              {"action", kmsg::XidActionName(a.recovery_action.value_or(a.info.action))},
-              {"actor", kmsg::ActorName(a.info.actor)},
-              {"hardware", a.info.hardware_fault},
-              {"reboot_recoverable", a.info.reboot_recoverable},
-              {"advice", a.info.advice}};
+  return json{
+      {"xid", a.xid},
+      {"attributed_xid", a.attributed_xid},
+      {"known", a.info.known},
+      {"name", a.info.name},
+      {"mnemonic", a.info.mnemonic.empty() ? json(nullptr) : json(a.info.mnemonic)},
+      {"meaning", a.info.meaning},
+      {"cause_class", kmsg::CauseClassName(a.info.cause)},
+      // As `why` files it: findings[].category and the verdict while current.
+      {"category", kmsg::CategoryWord(a.cause)},
+      {"impact", kmsg::XidImpactName(a.impact)},
+      {"action", kmsg::XidActionName(a.recovery_action.value_or(a.info.action))},
+      {"actor", kmsg::ActorName(a.info.actor)},
+      {"hardware", a.info.hardware_fault},
+      {"reboot_recoverable", a.info.reboot_recoverable},
+      {"advice", a.info.advice},
+      // NVIDIA's own row (null for a code NVIDIA does not list).
+      {"nvidia", a.info.known ? json{{"description", a.info.description},
+                                     {"immediate", kmsg::NvidiaResolutionToken(a.info.immediate)},
+                                     {"investigatory", a.info.investigatory},
+                                     {"unused", a.info.unused},
+                                     {"source", kmsg::kNvidiaXidCatalogSource}}
+                              : json(nullptr)}};
 }
 
 json SourcesJson(const EventsContext& ctx) {

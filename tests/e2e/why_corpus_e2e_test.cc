@@ -251,9 +251,9 @@ const std::set<std::string> kVerdicts = {"OK",    "BUSY",    "RECLAIMABLE", "DEG
                                          "FAULT", "UNKNOWN", "NEVER_FITS",  "BAD_INPUT"};
 const std::set<std::string> kStates = {"free",     "in_use", "busy",   "reclaimable",
                                        "degraded", "fault",  "unknown"};
-const std::set<std::string> kCategories = {"shortage",    "contention", "holder", "configuration",
-                                           "application", "driver",     "memory", "bus",
-                                           "thermal",     "power",      "nvlink", "hardware"};
+const std::set<std::string> kCategories = {
+    "shortage", "contention", "holder",  "configuration", "application", "engine",  "driver",
+    "memory",   "bus",        "thermal", "power",         "nvlink",      "hardware"};
 
 RunOptions CorpusOptions() {
   RunOptions o;

@@ -1,6 +1,7 @@
 // `gpuwarden why`, `health` and `events` end to end: the real binary, the
 // simulated driver, real child processes (an idle holder, an orphan, a zombie)
 // and real kernel-log files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -16,6 +17,7 @@
 #include "e2e/run_process.h"
 #include "e2e/scenario_expect.h"
 #include "e2e/user_process.h"
+#include "kmsg/xid_nvidia.h"
 
 namespace gw::test {
 namespace {
@@ -413,6 +415,87 @@ TEST(EventsE2e, ListsExplainsAndAttributesNvrmEvents) {
       RunProcess(Gpuwarden({"events", "--kernel-log", dir.path() + "/nope.log"}), SimOptions());
   EXPECT_EQ(missing.exit_code, 3);
   EXPECT_NE(missing.err.find("nope.log"), std::string::npos) << missing.err;
+}
+
+// One kernel-log line per code of NVIDIA's catalog through `events --json`:
+// each event carries NVIDIA's row, and its action, verdict and category
+// agree with NVIDIA's immediate resolution.
+TEST(EventsE2e, EveryCataloguedXidAgreesWithNvidiasResolution) {
+  using kmsg::NvidiaResolution;
+  TempDir dir;
+  std::vector<std::string> lines;
+  for (const kmsg::NvidiaXid& row : kmsg::NvidiaXidCatalog()) {
+    lines.push_back(
+        fmt::format("[ {}.000000] NVRM: Xid (PCI:0000:3b:00): {}, pid=4242, "
+                    "name=python3, event {}",
+                    100 + row.code, row.code, row.mnemonic));
+  }
+  const std::string log = WriteLog(dir, "every-xid.log", lines);
+  RunResult r = RunProcess(Gpuwarden({"events", "--kernel-log", log, "--json"}), SimOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+  std::map<unsigned, json> info;
+  for (const json& e : out["events"]) {
+    if (e.value("xid", json()).is_number()) info[e["xid"].get<unsigned>()] = e["xid_info"];
+  }
+  ASSERT_EQ(info.size(), kmsg::NvidiaXidCatalog().size());
+  const std::set<unsigned> application = {13, 31, 43, 45, 68, 109};
+  for (const kmsg::NvidiaXid& row : kmsg::NvidiaXidCatalog()) {
+    SCOPED_TRACE(row.code);
+    const json& x = info[row.code];
+    ASSERT_TRUE(x.is_object());
+    EXPECT_EQ(x["known"], true);
+    EXPECT_EQ(x["mnemonic"], std::string(row.mnemonic));
+    EXPECT_EQ(x["nvidia"]["immediate"], std::string(kmsg::NvidiaResolutionToken(row.immediate)));
+    EXPECT_EQ(x["nvidia"]["investigatory"], std::string(row.investigatory));
+    EXPECT_EQ(x["nvidia"]["unused"], row.description == "Unused");
+    const std::string action = x["action"];
+    const std::string impact = x["impact"];
+    switch (row.immediate) {
+      case NvidiaResolution::kRestartApp:
+      case NvidiaResolution::kCheckUvm:
+        EXPECT_EQ(action, "restart_app");
+        EXPECT_NE(impact, "fault");
+        break;
+      case NvidiaResolution::kIgnore:
+        EXPECT_EQ(action, "ignore");
+        EXPECT_EQ(impact, "none");
+        break;
+      case NvidiaResolution::kResetGpu:
+        EXPECT_EQ(action, "reset_gpu");
+        EXPECT_EQ(impact, "fault");
+        break;
+      case NvidiaResolution::kRestartBareMetal:
+      case NvidiaResolution::kRestartVm:
+        EXPECT_EQ(action, "reboot_node");
+        EXPECT_EQ(impact, "fault");
+        break;
+      case NvidiaResolution::kCheckMechanicals:
+        EXPECT_EQ(action, "check_mechanicals");
+        EXPECT_EQ(impact, "fault");
+        break;
+      case NvidiaResolution::kContactSupport:
+        EXPECT_EQ(action, "contact_support");
+        EXPECT_EQ(impact, "degraded");
+        break;
+      case NvidiaResolution::kUpdateSwFw:
+        EXPECT_EQ(action, "update_software");
+        break;
+      case NvidiaResolution::kWorkflowXid48:
+        EXPECT_EQ(action, "drain");
+        EXPECT_EQ(impact, "fault");
+        break;
+      default:
+        break;
+    }
+    // Whose fault: the device plugin's application set, and nothing else;
+    // "hardware" only for a 154 with no Xid before it to say more.
+    EXPECT_EQ(x["category"] == "application", application.count(row.code) == 1) << x.dump();
+    if (row.code != 154) {
+      EXPECT_NE(x["category"], "hardware") << x.dump();
+    }
+  }
 }
 
 TEST(EventsE2e, RealGspTimeoutCapture) {
