@@ -1,9 +1,9 @@
 // The Xid catalog: what each Xid code means, whose problem it is, and what
 // to do first. Every code NVIDIA's catalog lists (xid_nvidia.h) is here, and
-// nothing else; what gpuwarden makes of a code (its cause, action, impact and
+// nothing else. What gpuwarden makes of a code (its cause, action, impact and
 // who acts) is derived from NVIDIA's row by one rule (CauseOf, ActionOf,
-// ImpactOf, ActorOf below; docs/xid-catalog.md), never set per code. Plain-word names and advice
-// are the project's own.
+// ImpactOf, ActorOf below; docs/xid-catalog.md), never set per code. The
+// plain-word names, meanings and advice are the project's own.
 #ifndef GPUWARDEN_KMSG_XID_CATALOG_H_
 #define GPUWARDEN_KMSG_XID_CATALOG_H_
 
@@ -84,13 +84,14 @@ struct XidInfo {
 // The rule, one function per derived field, each from NVIDIA's row alone:
 //
 // CauseOf: the Kubernetes device plugin's application set (13, 31, 43, 45, 68,
-//   109) -> application; else by the mnemonic's family, first match: NVLINK,
-//   ALI_ -> nvlink; ECC, DRAM, SRAM, SBE, CONTAINED_ERROR, RESOURCE_RETIREMENT,
-//   FB_, MEMORY, LTC_ -> memory; BUS, PCIE, C2C, CHI_ -> bus; PWR, TEMP, PSHC
-//   -> thermal/power; GSP, PMU, SEC2, FECS, SEC_FAULT, KEY_ROTATION, INFOROM,
-//   SPI_, SMBPBI -> firmware; an engine's channel (CE, NVDEC, NVENC, NVJPG,
-//   OFA, VIC, DLA, MSVLD, MSPDEC, MSPPP, MPEG, ME_, VP_, VP2_, BSP, GR_,
-//   PBDMA, PUSHBUFFER, FIFO_ERROR) -> engine; RECOVERY_ACTION ->
+//   109) -> application; else by the mnemonic's tokens, first match: an
+//   engine's channel (ROBUST_CHANNEL_ followed by CEn, NVDECn, NVENCn, NVJPGn,
+//   OFAn, VIC, DLA, MSVLD, MSPDEC, MSPPP, SEC, SEC2, MPEG, ME, VP, VP2, BSP,
+//   GR, PBDMA or FIFO; or PBDMA_...) -> engine; NVLINK, ALI -> nvlink; ECC,
+//   DRAM, SRAM, SBE, CONTAINED, UNCONTAINED, FB, MEMORY, LTC or
+//   RESOURCE_RETIREMENT -> memory; BUS, PCIE, C2C, CHI -> bus; PWR, TEMP,
+//   TEMPERATURE, PSHC or SILENT_RUNNING -> thermal/power; GSP, PMU, SEC2,
+//   FECS, SEC, KEY, INFOROM, SPI, SMBPBI -> firmware; RECOVERY_ACTION ->
 //   informational; anything else -> driver.
 // ActionOf: NVIDIA's immediate resolution: RESTART_APP, CHECK_UVM,
 //   WORKFLOW_XID_45 -> restart_app; IGNORE -> ignore; RESET_GPU,
@@ -100,15 +101,16 @@ struct XidInfo {
 //   XID_154 -> contact_support. None given: a description "Additional to Xid
 //   N" takes N's; a capability "reengaged" (back in service) is ignore; else
 //   contact_support.
-// ImpactOf: ignore, restart_app -> none, except a memory error (its row is
-//   remapped only at the next reset) -> degraded; reset_gpu, reboot_node,
-//   drain, check_mechanicals -> fault; contact_support, update_software ->
-//   degraded; informational -> degraded until its text says more (AssessXid).
+// ImpactOf: ignore -> none; restart_app -> none, except for a memory error
+//   (its row is remapped only at the next reset) -> degraded; reset_gpu,
+//   reboot_node, drain, check_mechanicals -> fault; contact_support,
+//   update_software -> degraded; informational -> degraded until its text
+//   says more (AssessXid).
 // ActorOf: restart_app -> user; contact_support about memory, bus, power or
 //   NVLink -> vendor; else admin.
 // hardware_fault: impact fault and cause memory, bus, power or NVLink.
 // reboot_recoverable: action reset_gpu, reboot_node or drain, or a memory
-//   error that needs a reset (impact not none).
+//   error whose application restarts (its row is remapped at the next reset).
 CauseClass CauseOf(const NvidiaXid& row);
 XidAction ActionOf(const NvidiaXid& row);
 XidImpact ImpactOf(CauseClass cause, XidAction action);
