@@ -12,7 +12,7 @@ if(GW_BUILD_TESTS)
   add_library(gw_test_paths STATIC ${PROJECT_BINARY_DIR}/gw_test_paths.cc)
   target_include_directories(gw_test_paths PUBLIC ${PROJECT_SOURCE_DIR}/tests)
 endif()
-#
+
 # Test code (not the code under test) compiles at -O0: a GoogleTest file's
 # expanded assertions and matchers took up to three times longer at -O2, and up
 # to four times under GCC's ASan, for no test that runs any faster
@@ -33,14 +33,14 @@ function(gw_add_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
   gw_test_code(${name})
-  # Generous: the suite also runs under ASan on two slow cores, and the queue's
-  # crash-safety test loops through 20+ daemon restarts.
   # Under the sanitizers, LeakSanitizer skips the leaks scripts/lsan.supp
   # names (glibc's, not the project's); the programs a test starts inherit it.
   set(env)
   if(GW_SANITIZE)
     set(env ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/scripts/lsan.supp")
   endif()
+  # Timeouts are generous: the suite also runs under ASan on two slow cores,
+  # and the queue's crash-safety test loops through 20+ daemon restarts.
   if(T_WHOLE)
     add_test(NAME ${name} COMMAND ${name})
     # Such a binary runs for tens of seconds (the Slurm cluster's for one to
