@@ -498,9 +498,13 @@ void NvrmParser::HandleXid(std::string_view rest, const Times& t, std::string_vi
 void NvrmParser::HandleGpuMessage(std::string_view body, const Times& t, std::string_view raw,
                                   const std::string& rm_reason) {
   size_t used = 0;
-  // "GPU at PCI:0000:9b:00: GPU-<uuid>".
-  if (StartsWith(body, "GPU at PCI:")) {
-    const std::string_view s = body.substr(11);
+  // "GPU at PCI:0000:9b:00: GPU-<uuid>", the same without "PCI:" (as NVIDIA's
+  // Xid documentation prints it), and "GPU at 0000:01:00.0 has fallen off the
+  // bus." (older drivers).
+  if (StartsWith(body, "GPU at ")) {
+    std::string_view s = body.substr(7);
+    const bool pci_prefix = StartsWith(s, "PCI:");
+    if (pci_prefix) s.remove_prefix(4);
     auto pci = ReadPci(s, &used);
     std::string_view rest = s.substr(used);
     if (StartsWith(rest, ":")) rest.remove_prefix(1);
@@ -513,26 +517,7 @@ void NvrmParser::HandleGpuMessage(std::string_view body, const Times& t, std::st
       Emit(std::move(ev));
       return;
     }
-    ++stats_.unrecognised_lines;
-    return;
-  }
-  // "GPU at 0000:01:00.0 has fallen off the bus." (older drivers), and
-  // "GPU at 0000:03:00: GPU-<uuid>" (the UUID line without "PCI:", as
-  // NVIDIA's Xid documentation prints it).
-  if (StartsWith(body, "GPU at ")) {
-    auto pci = ReadPci(body.substr(7), &used);
-    std::string_view rest = body.substr(std::min(body.size(), 7 + used));
-    if (StartsWith(rest, ":")) rest.remove_prefix(1);
-    rest = TrimLeft(rest);
-    if (pci && StartsWith(rest, "GPU-")) {
-      KernelEvent ev = NewEvent(kKindGpuUuid, t, raw);
-      ev.pci_bus_id = pci;
-      ev.detail = std::string(rest.substr(0, rest.find(' ')));
-      last_uuid_pci_ = pci;
-      Emit(std::move(ev));
-      return;
-    }
-    if (pci && Contains(body, "fallen off the bus")) {
+    if (pci && !pci_prefix && Contains(body, "fallen off the bus")) {
       KernelEvent ev = NewEvent(kKindFallenOffBus, t, raw);
       ev.pci_bus_id = pci;
       ev.detail = std::string(body);
