@@ -9,8 +9,11 @@ source scripts/fuzz_common.sh
 build=${1:?usage: scripts/fuzz_smoke.sh BUILD_DIR [SECONDS]}
 seconds=${2:-4}
 work=$build/fuzz/smoke
-failed=()
-for t in "${GW_FUZZ_TARGETS[@]}"; do
+parallel=${GW_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+
+# One target: its outcome goes to $work/$t.result ("ok N" or "failed").
+fuzz_target() {
+  local t=$1 dict max_len
   gw_fuzz_seeds "$t" "$work/seeds/$t"
   rm -rf "$work/new/$t" && mkdir -p "$work/new/$t" "$work/artifacts"
   dict=$(gw_fuzz_dict "$t")
@@ -19,12 +22,32 @@ for t in "${GW_FUZZ_TARGETS[@]}"; do
   if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 \
       -print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" ${dict:+-dict=$dict} \
       ${max_len:+-max_len=$max_len} \
-    \
       "$work/new/$t" "fuzz/corpus/$t" "$work/seeds/$t" >"$work/$t.log" 2>&1; then
-    echo "fuzz_$t: $(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/$t.log" | awk '{print $2}') runs"
+    echo "ok $(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/$t.log" | awk '{print $2}')" \
+      >"$work/$t.result"
+  else
+    echo failed >"$work/$t.result"
+  fi
+}
+
+# Targets run side by side, one per core (a target is one process): the
+# stage takes the time of the slowest batch, not of every target in turn.
+mkdir -p "$work"
+for t in "${GW_FUZZ_TARGETS[@]}"; do
+  rm -f "$work/$t.result"
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  fuzz_target "$t" &
+done
+wait
+
+failed=()
+for t in "${GW_FUZZ_TARGETS[@]}"; do
+  result=$(cat "$work/$t.result" 2>/dev/null || echo failed)
+  if [ "${result%% *}" = ok ]; then
+    echo "fuzz_$t: ${result#ok } runs"
   else
     echo "fuzz_$t: FAILED (last lines of $work/$t.log):"
-    tail -n 30 "$work/$t.log"
+    tail -n 30 "$work/$t.log" 2>/dev/null || true
     failed+=("$t")
   fi
 done

@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 # clone, so CI's fresh clone reuses what a developer built here.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 jobs=$(nproc 2>/dev/null || echo 2)
+# Tests run two per core: most of them wait on processes, sockets and
+# servers (Slurm's e2e alone holds a slot for minutes while using a few
+# seconds of CPU), so one per core leaves the cores idle (docs/benchmarks.md, §11).
+test_jobs=${GW_TEST_JOBS:-$((jobs * 2))}
 
 # After a failure, what failed and why once more at the very end, where the tail
 # of a long log (all that CI shows) has it: each failed test, then each
@@ -32,7 +36,7 @@ run_suite() {
   cmake --build "$dir" -j "$jobs"
   echo "== built $dir in $((SECONDS - start)) s; testing $dir"
   start=$SECONDS
-  if ! (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300); then
+  if ! (cd "$dir" && ctest --output-on-failure -j "$test_jobs" --timeout 300); then
     summarise_failures "$dir"
     exit 1
   fi

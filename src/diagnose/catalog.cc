@@ -613,7 +613,9 @@ constexpr FindingSpec kSpecs[] = {
          "could not correct since the driver was loaded. DCGM fails its memory health check "
          "on any such error. Applications that touched the memory were killed or got bad "
          "data. Where the dump splits the counters and every error is in SRAM (contained), "
-         "the finding is ECC_SRAM_CONTAINED instead."},
+         "the finding is ECC_SRAM_CONTAINED instead; where the kernel log shows the GPU "
+         "contained it (Xid 94, \"RST: No\", and no Xid 95 or 140), ECC_DBE_CONTAINED. The "
+         "message says which evidence was missing or what said the error was not contained."},
     {.code = "ECC_SRAM_CONTAINED",
      .severity = S::kWarning,
      .category = C::kMemory,
@@ -633,6 +635,32 @@ constexpr FindingSpec kSpecs[] = {
          "application while the GPU keeps serving the others, and to reset the GPU when "
          "convenient. An uncontained error (DRAM, Xid 95, or the threshold exceeded) is "
          "ECC_DBE_VOLATILE, a fault."},
+    {.code = "ECC_DBE_CONTAINED",
+     .severity = S::kWarning,
+     .category = C::kMemory,
+     .implies = V::kDegraded,
+     .actor = A::kAdmin,
+     .title = "Uncorrectable ECC errors the GPU contained (Xid 94)",
+     .next_steps =
+         "nvidia-smi -q -d ECC,ROW_REMAPPER -i <gpu>\n"
+         "Restart the application that was running when the error hit (the kernel log's "
+         "Xid 94 names its PID)\n"
+         "admin: reset the GPU at its next idle window (sudo nvidia-smi -r -i <gpu>, with "
+         "no process on it; gpuwarden reset --plan <gpu> lists what is in the way) so the "
+         "pending row remap takes effect\n"
+         "vendor: RMA if row remapping fails (Xid 64) or the errors come back",
+     .explanation =
+         "The volatile uncorrectable ECC counter is above 0, and the kernel log of the running "
+         "driver shows the GPU contained the error: an Xid 94 whose text says no reset is "
+         "needed (\"RST: No\"), and no Xid 95 or 140 on the same GPU. On Ampere and later GPUs a "
+         "contained error stops only the application whose memory it hit; the row is marked "
+         "for remapping and the GPU keeps serving the other applications. NVIDIA's resolution "
+         "for Xid 94 is to restart that application; the reset that activates the remap can "
+         "wait for the next idle window. An Xid 48 (double-bit error) on the same GPU is judged "
+         "with this containment (XID_WARNING, not XID_FATAL). The counters, the memory Xids, "
+         "the remapped rows and the retired pages are judged together (the memory_health "
+         "evidence says what each showed); without the kernel log the count alone is "
+         "ECC_DBE_VOLATILE."},
     {.code = "RETIRED_PAGES_PENDING",
      .severity = S::kWarning,
      .category = C::kMemory,

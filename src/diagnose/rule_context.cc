@@ -349,6 +349,28 @@ std::string UnreadReason(const Gpu& gpu, bool probe_timed_out) {
   return "NVML did not give its utilisation";
 }
 
+const XidIncidents& RuleContext::Incidents() const {
+  if (!incidents_) incidents_ = BuildXidIncidents(history_, events_, options_.events);
+  return *incidents_;
+}
+
+const MemoryHealth& RuleContext::Memory(size_t i) const {
+  if (!memory_) {
+    const XidIncidents& incidents = Incidents();
+    std::vector<MemoryHealth> all;
+    all.reserve(latest().gpus.size());
+    for (const Gpu& gpu : latest().gpus) {
+      std::vector<const XidIncident*> on_gpu;
+      for (const XidIncident& inc : incidents.list) {
+        if (inc.current() && inc.where.gpu == gpu.index) on_gpu.push_back(&inc);
+      }
+      all.push_back(JudgeMemory(gpu, on_gpu, options_));
+    }
+    memory_ = std::move(all);
+  }
+  return (*memory_)[i];
+}
+
 bool About(const Finding& finding, unsigned gpu) {
   return std::find(finding.gpus.begin(), finding.gpus.end(), gpu) != finding.gpus.end();
 }

@@ -14,7 +14,9 @@
 #include "core/snapshot.h"
 #include "diagnose/catalog.h"
 #include "diagnose/finding.h"
+#include "diagnose/memory_health.h"
 #include "diagnose/rules.h"
+#include "diagnose/xid_incidents.h"
 #include "kmsg/kernel_event.h"
 
 namespace gw::diagnose::internal {
@@ -72,6 +74,12 @@ class RuleContext {
   // Holdings() grouped (HolderGroup), in the same order. Built once.
   const std::vector<HolderGroup>& HolderGroups() const;
 
+  // The kernel log's Xids as incidents, placed and aged. Built once.
+  const XidIncidents& Incidents() const;
+  // The memory judgement of latest().gpus[i] (memory_health.h), from its
+  // counters and its current incidents. Built once for every GPU.
+  const MemoryHealth& Memory(size_t i) const;
+
  private:
   std::span<const Snapshot> history_;
   const DiagnoseOptions& options_;
@@ -81,6 +89,8 @@ class RuleContext {
   std::vector<std::vector<char>> sm_reliable_;
   mutable Opt<std::vector<Holding>> holdings_;
   mutable Opt<std::vector<HolderGroup>> holder_groups_;
+  mutable Opt<XidIncidents> incidents_;
+  mutable Opt<std::vector<MemoryHealth>> memory_;
 };
 
 // Positions in snapshot.gpus of the GPUs whose <snapshot.device_dir>/nvidiaN

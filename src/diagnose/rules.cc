@@ -31,7 +31,7 @@ const std::vector<Rule>& Rules() {
         "GPU_INSUFFICIENT_POWER", "INFOROM_CORRUPTED", "DRIVER_TIMEOUT", "DRIVER_NOT_LOADED",
         "DRIVER_VERSION_MISMATCH", "NVML_NOT_FOUND", "PROC_SCAN_TIMEOUT"}},
       {"no_gpu", internal::RuleNoGpu, {"NO_GPU_VISIBLE"}},
-      {"ecc", internal::RuleEcc, {"ECC_DBE_VOLATILE", "ECC_SRAM_CONTAINED"}},
+      {"ecc", internal::RuleEcc, {"ECC_DBE_VOLATILE", "ECC_SRAM_CONTAINED", "ECC_DBE_CONTAINED"}},
       {"retired_pages",
        internal::RuleRetiredPages,
        {"RETIRED_PAGES_PENDING", "RETIRED_PAGES_LIMIT", "RETIRED_PAGES_DBE"}},

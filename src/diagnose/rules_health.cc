@@ -196,17 +196,22 @@ void RuleNoGpu(const RuleContext& ctx, std::vector<Finding>& out) {
 }
 
 void RuleEcc(const RuleContext& ctx, std::vector<Finding>& out) {
-  for (const Gpu& gpu : ctx.latest().gpus) {
+  const Snapshot& latest = ctx.latest();
+  for (size_t i = 0; i < latest.gpus.size(); ++i) {
+    const Gpu& gpu = latest.gpus[i];
     const EccInfo& ecc = gpu.ecc;
     const Opt<uint64_t> dbe = ecc.volatile_uncorrected;
     if (!dbe || *dbe == 0) continue;
-    // Only SRAM errors, below NVIDIA's threshold: contained by the GPU. The
-    // application that hit them must restart; the GPU serves the others and
-    // is reset when convenient.
-    const bool contained = ecc.volatile_sram_uncorrected && ecc.volatile_dram_uncorrected &&
-                           *ecc.volatile_dram_uncorrected == 0 &&
-                           !ecc.sram_threshold_exceeded.value_or(false);
-    if (contained) {
+    // Judged with the rest of the memory's evidence (memory_health.h): the
+    // counters alone do not say whether the GPU contained the error.
+    const MemoryHealth& memory = ctx.Memory(i);
+    auto add_memory = [&](Finding& f) {
+      f.evidence.push_back(TextEvidence("memory_health", memory.summary));
+    };
+    if (memory.contained && memory.contained_by_counters) {
+      // Only SRAM errors, below NVIDIA's threshold: contained by the GPU. The
+      // application that hit them must restart; the GPU serves the others and
+      // is reset when convenient.
       Finding f = MakeFinding(
           "ECC_SRAM_CONTAINED", {gpu.index}, {},
           fmt::format("GPU {} had {} uncorrectable SRAM ECC error{} since the driver loaded, "
@@ -218,22 +223,45 @@ void RuleEcc(const RuleContext& ctx, std::vector<Finding>& out) {
           "volatile_sram_uncorrected", static_cast<double>(*ecc.volatile_sram_uncorrected), "count",
           fmt::format("{}", *ecc.volatile_sram_uncorrected)));
       f.evidence.push_back(NumberEvidence("volatile_dram_uncorrected", 0, "count", "0"));
+      add_memory(f);
       AddCatalogSteps(f);
       out.push_back(std::move(f));
       continue;
     }
-    Finding f = MakeFinding("ECC_DBE_VOLATILE", {gpu.index}, {},
-                            fmt::format("GPU {} had {} uncorrectable ECC error{} since the driver "
-                                        "loaded",
-                                        gpu.index, *dbe, *dbe == 1 ? "" : "s"),
-                            1);
-    f.evidence.push_back(NumberEvidence("volatile_uncorrected", static_cast<double>(*dbe), "count",
-                                        fmt::format("{}", *dbe)));
-    if (gpu.ecc.aggregate_uncorrected) {
-      f.evidence.push_back(NumberEvidence(
-          "aggregate_uncorrected", static_cast<double>(*gpu.ecc.aggregate_uncorrected), "count",
-          fmt::format("{} over the GPU's life", *gpu.ecc.aggregate_uncorrected)));
+    auto add_counts = [&](Finding& f) {
+      f.evidence.push_back(NumberEvidence("volatile_uncorrected", static_cast<double>(*dbe),
+                                          "count", fmt::format("{}", *dbe)));
+      if (ecc.aggregate_uncorrected) {
+        f.evidence.push_back(NumberEvidence(
+            "aggregate_uncorrected", static_cast<double>(*ecc.aggregate_uncorrected), "count",
+            fmt::format("{} over the GPU's life", *ecc.aggregate_uncorrected)));
+      }
+      add_memory(f);
+    };
+    if (memory.contained) {
+      // The kernel log says the GPU contained it (Xid 94, "RST: No") and
+      // nothing says otherwise: NVIDIA's resolution is to restart the
+      // application; the GPU keeps serving the others.
+      const unsigned contained = memory.xids.count(94) ? memory.xids.at(94) : 0;
+      Finding f = MakeFinding(
+          "ECC_DBE_CONTAINED", {gpu.index}, {},
+          fmt::format("GPU {} had {} uncorrectable ECC error{} since the driver loaded, contained "
+                      "by the GPU (Xid 94 x{}, no uncontained error): it serves on",
+                      gpu.index, *dbe, *dbe == 1 ? "" : "s", contained),
+          1);
+      add_counts(f);
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+      continue;
     }
+    Finding f = MakeFinding(
+        "ECC_DBE_VOLATILE", {gpu.index}, {},
+        fmt::format("GPU {} had {} uncorrectable ECC error{} since the driver loaded{}", gpu.index,
+                    *dbe, *dbe == 1 ? "" : "s",
+                    memory.uncontained ? ", not contained (the kernel log says so)"
+                                       : ", none shown contained (no Xid 94 in the kernel log)"),
+        1);
+    add_counts(f);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
@@ -244,7 +272,9 @@ void RuleRetiredPages(const RuleContext& ctx, std::vector<Finding>& out) {
   for (const Gpu& gpu : ctx.latest().gpus) {
     const RetiredPages& r = gpu.retired_pages;
     const Opt<uint64_t> total = Sum(r.single_bit, r.double_bit);
+    const MemoryHealth& memory = ctx.Memory(static_cast<size_t>(&gpu - ctx.latest().gpus.data()));
     auto evidence = [&](Finding& f) {
+      f.evidence.push_back(TextEvidence("memory_health", memory.summary));
       if (r.single_bit) {
         f.evidence.push_back(NumberEvidence("single_bit", static_cast<double>(*r.single_bit),
                                             "pages", fmt::format("{}", *r.single_bit)));
@@ -287,7 +317,9 @@ void RuleRowRemap(const RuleContext& ctx, std::vector<Finding>& out) {
   const DiagnoseOptions& o = ctx.options();
   for (const Gpu& gpu : ctx.latest().gpus) {
     const RemappedRows& r = gpu.remapped_rows;
+    const MemoryHealth& memory = ctx.Memory(static_cast<size_t>(&gpu - ctx.latest().gpus.data()));
     auto evidence = [&](Finding& f) {
+      f.evidence.push_back(TextEvidence("memory_health", memory.summary));
       if (r.correctable) {
         f.evidence.push_back(NumberEvidence("correctable", static_cast<double>(*r.correctable),
                                             "rows", fmt::format("{}", *r.correctable)));

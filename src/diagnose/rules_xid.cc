@@ -7,6 +7,7 @@
 #include "diagnose/rules_xid.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -62,35 +63,10 @@ namespace {
 
 using kmsg::KernelEvent;
 
-// Incidents are placed by PCI slot (domain, bus, device): the kernel names
-// a GPU without its function ("0000:3b:00"), NVML with it ("...:3B:00.0").
-Opt<PciAddress> ParseSlot(std::string_view text) {
-  Opt<PciAddress> a = ParsePciAddress(text);
-  if (a) a->function = 0;
-  return a;
-}
-
-// One incident: an Xid line (with the fell-off-the-bus notice printed with an
-// Xid 79 folded into it), or a notice standing alone, which counts as Xid 79.
-struct Incident {
-  const KernelEvent* event = nullptr;
-  unsigned xid = 0;
-  kmsg::XidAssessment assessment;
-  kmsg::AgedEvent age;
-};
-
-// Where an incident happened: a GPU index, else the PCI address no sample
-// lists, else nothing (no address in the log).
-struct Where {
-  Opt<unsigned> gpu;
-  Opt<PciAddress> pci;
-  auto operator<=>(const Where&) const = default;
-};
-
 struct Group {
   std::map<unsigned, unsigned> count;  // Xid -> incidents.
-  const Incident* last = nullptr;
-  const Incident* worst = nullptr;  // Sets the category of a history group.
+  const XidIncident* last = nullptr;
+  const XidIncident* worst = nullptr;  // Sets the category of a history group.
   std::set<kmsg::HistoryReason> reasons;
 };
 
@@ -164,89 +140,23 @@ void AddEventEvidence(Finding& f, const Group& g) {
 void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
   const std::span<const KernelEvent> events = ctx.events();
   const Snapshot& latest = ctx.latest();
-  // PCI address -> GPU index, from every sample, the latest last: a GPU that
-  // fell off the bus may no longer say where it sits.
-  std::map<PciAddress, unsigned> gpu_at;
-  std::map<std::string_view, unsigned> seen;  // Addresses are the same sample after sample.
-  for (const Snapshot& s : ctx.history()) {
-    for (const Gpu& gpu : s.gpus) {
-      if (!gpu.pci_bus_id) continue;
-      auto [it, fresh] = seen.try_emplace(*gpu.pci_bus_id, gpu.index);
-      if (!fresh && it->second == gpu.index) continue;
-      it->second = gpu.index;
-      if (Opt<PciAddress> a = ParseSlot(*gpu.pci_bus_id)) gpu_at[*a] = gpu.index;
+  const XidIncidents& incidents = ctx.Incidents();
+  const std::map<PciAddress, unsigned>& gpu_at = incidents.gpu_at;
+  const std::vector<kmsg::AgedEvent>& ages = incidents.ages;
+  // The position of GPU `index` in latest.gpus, or kNoGpu.
+  constexpr size_t kNoGpu = SIZE_MAX;
+  auto gpu_position = [&](const Opt<unsigned>& index) {
+    for (size_t i = 0; index && i < latest.gpus.size(); ++i) {
+      if (latest.gpus[i].index == *index) return i;
     }
-  }
-  auto where_of = [&](const KernelEvent& e) {
-    Where w;
-    if (e.pci_bus_id) {
-      if (Opt<PciAddress> a = ParseSlot(*e.pci_bus_id)) {
-        if (auto it = gpu_at.find(*a); it != gpu_at.end()) {
-          w.gpu = it->second;
-        } else {
-          w.pci = *a;
-        }
-      }
-    }
-    return w;
+    return kNoGpu;
   };
-
-  const std::vector<kmsg::AgedEvent> ages =
-      kmsg::AgeEvents(events, ctx.options().events, latest.time_unix_ms);
-
-  // Incidents. A notice printed with an Xid 79 is that Xid's, not a second fall.
-  std::vector<Incident> incidents;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const KernelEvent& e = events[i];
-    if (ages[i].age == kmsg::EventAge::kOutOfRange) continue;
-    Incident inc;
-    inc.event = &e;
-    inc.age = ages[i];
-    if (e.kind == kmsg::kKindXid && e.xid) {
-      inc.xid = *e.xid;
-      // Xid 45 "caused by previous Xid N" is judged as N (AssessXid): the
-      // driver cleaning up after N, not an application fault.
-      inc.assessment = kmsg::AssessXid(e);
-    } else if (e.kind == kmsg::kKindFallenOffBus) {
-      bool part_of_xid = false;
-      for (size_t j = i >= 3 ? i - 3 : 0; j < std::min(events.size(), i + 4) && !part_of_xid; ++j) {
-        part_of_xid = j != i && kmsg::SameFallOffTheBus(events[j], e, j > i ? j - i : i - j);
-      }
-      if (part_of_xid) continue;
-      KernelEvent as79;
-      as79.xid = 79;
-      as79.kind = kmsg::kKindXid;
-      inc.xid = 79;
-      inc.assessment = kmsg::AssessXid(as79);
-    } else {
-      continue;
-    }
-    incidents.push_back(std::move(inc));
-  }
-
-  // Xid 154 says the recovery action changed because of an error: its
-  // category is that of the last Xid before it on the same GPU (a GSP
-  // timeout's 154 is the driver's), hardware only when none is known.
-  for (size_t i = 0; i < incidents.size(); ++i) {
-    Incident& inc = incidents[i];
-    if (inc.xid != 154 || inc.assessment.cause != kmsg::CauseClass::kInformational) continue;
-    const Where w = where_of(*inc.event);
-    for (size_t j = i; j-- > 0;) {
-      const Incident& before = incidents[j];
-      if (before.xid == 154 || before.event->boot_id != inc.event->boot_id ||
-          !(where_of(*before.event) == w)) {
-        continue;
-      }
-      inc.assessment.cause = before.assessment.cause;
-      break;
-    }
-  }
 
   // Current incidents by finding code and place; history by place.
   std::map<std::tuple<std::string_view, Category, Where>, Group> current;
   std::map<Where, Group> history;
-  for (const Incident& inc : incidents) {
-    const Where w = where_of(*inc.event);
+  for (const XidIncident& inc : incidents.list) {
+    const Where& w = inc.where;
     if (inc.age.age == kmsg::EventAge::kHistory) {
       Group& g = history[w];
       ++g.count[inc.xid];
@@ -258,11 +168,17 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
       }
       continue;
     }
-    std::string_view code = XidFindingCode(inc.assessment.cause, inc.assessment.impact);
-    if (inc.xid == 79 && w.gpu) {
-      const auto gpu = std::find_if(latest.gpus.begin(), latest.gpus.end(),
-                                    [&](const Gpu& x) { return x.index == *w.gpu; });
-      if (gpu != latest.gpus.end() && ReadsNormally(*gpu)) code = "XID_RECOVERED";
+    const size_t gpu_i = gpu_position(w.gpu);
+    kmsg::XidImpact impact = inc.assessment.impact;
+    // A double-bit report is judged with the GPU's memory (memory_health.h):
+    // contained by the GPU (Xid 94, SRAM only), the GPU serves on.
+    if (gpu_i != kNoGpu && IsDoubleBitReport(inc.assessment.attributed_xid) &&
+        impact == kmsg::XidImpact::kFault && ctx.Memory(gpu_i).contained) {
+      impact = kmsg::XidImpact::kDegraded;
+    }
+    std::string_view code = XidFindingCode(inc.assessment.cause, impact);
+    if (inc.xid == 79 && gpu_i != kNoGpu && ReadsNormally(latest.gpus[gpu_i])) {
+      code = "XID_RECOVERED";
     }
     Group& g = current[{code, XidCategory(inc.assessment.cause), w}];
     ++g.count[inc.xid];
@@ -303,6 +219,13 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
         "nvidia_action",
         fmt::format("{} ({})", kmsg::XidActionName(info.action), kmsg::ActorName(info.actor))));
     AddEventEvidence(f, group);
+    if (const size_t gpu_i = gpu_position(where.gpu);
+        category == Category::kMemory && gpu_i != kNoGpu) {
+      const MemoryHealth& memory = ctx.Memory(gpu_i);
+      if (!memory.summary.empty()) {
+        f.evidence.push_back(TextEvidence("memory_health", memory.summary));
+      }
+    }
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }

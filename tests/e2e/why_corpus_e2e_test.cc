@@ -471,6 +471,16 @@ TEST_P(ShippedScenario, WhyGivesTheExpectedVerdictsAndStates) {
   }
   std::vector<std::string> args = {
       "--sim", ScenarioPath(name + ".json"), "--timeout", "1", "why", "--window", "1", "--json"};
+  // The scenario's kernel log (a file under scenarios/), copied so that it
+  // was "captured" now, as a live log is; else the machine's own log is read.
+  TempDir tmp;
+  if (expected.contains("kernel_log")) {
+    const std::string log = tmp.path() + "/kernel.log";
+    std::error_code ec;
+    fs::copy_file(ScenarioPath(expected["kernel_log"].get<std::string>()), log, ec);
+    ASSERT_FALSE(ec) << "scenario " << name << ": kernel_log: " << ec.message();
+    args.insert(args.end(), {"--kernel-log", log});
+  }
   for (const json& a : expected.value("args", json::array())) args.push_back(a.get<std::string>());
   RunResult run = RunProcess(Gpuwarden(args), options);
   Mismatches m;
