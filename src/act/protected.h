@@ -13,9 +13,10 @@
 
 namespace gw::act {
 
-// The built-in names (documented in docs/cleanup.md): NVIDIA's persistence,
-// DCGM host engine, fabric manager and MPS daemons, X and Wayland display
-// servers and compositors, display managers, and gpuwardend.
+// The built-in names: every process of proc/known_processes.h (NVIDIA's
+// persistence, DCGM host engine, fabric manager and MPS daemons, X and
+// Wayland display servers and compositors, display managers, gpuwardend and
+// init; documented in docs/cleanup.md).
 const std::vector<std::string>& DefaultProtectedNames();
 
 class ProtectedList {
@@ -23,19 +24,12 @@ class ProtectedList {
   // The defaults plus `extra` (from the config file and --protect).
   explicit ProtectedList(const std::vector<std::string>& extra = {});
 
-  // The protected name this process goes by, if any. A process matches when
-  // its comm, the base name of argv[0] or the base name of its executable
-  // equals a protected name; comm is compared with the name cut to the
-  // kernel's 15 characters ("nvidia-persistenced" runs as
-  // "nvidia-persiste").
+  // The protected name this process goes by (proc::GoesBy), if any.
   std::optional<std::string> Match(const HostProcess& process) const;
 
  private:
   std::vector<std::string> names_;
 };
-
-// "python" from "/usr/bin/python"; the whole string when it has no '/'.
-std::string_view BaseName(std::string_view path);
 
 }  // namespace gw::act
 

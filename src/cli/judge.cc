@@ -65,6 +65,7 @@ void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc
   proc::ProcReader reader(proc_root);
   auto self = reader.ReadProcess(getpid(), 0);
   options.in_container = self.ok() && self->owner.container_runtime.has_value();
+  options.proc_shows_every_process = reader.ShowsEveryHostProcess(options.caller_is_root);
 }
 
 int VerdictExitCode(diagnose::Verdict verdict) {

@@ -204,6 +204,63 @@ constexpr FindingSpec kSpecs[] = {
          "down, be a leftover of a crashed job, or be a tool that opened the device without "
          "allocating. Known system tools (nvidia-persistenced, DCGM, Xorg, monitors such as "
          "nvidia-smi, nvtop, gpustat and gpuwarden itself) are not reported."},
+    {.code = "GONE_PROCESS_HOLDER",
+     .severity = S::kWarning,
+     .category = C::kHolder,
+     .implies = V::kDegraded,
+     .actor = A::kAdmin,
+     .title = "GPU memory charged to a process that has ended",
+     .next_steps =
+         "nvidia-smi --query-compute-apps=pid,used_memory --format=csv (the PID stays listed "
+         "while the driver holds its context)\n"
+         "Wait a minute: the driver frees a context when the process's teardown ends\n"
+         "admin: if it stays, only a GPU reset frees the memory: gpuwarden reset --plan <gpu> "
+         "lists what is in the way, then sudo nvidia-smi -r -i <gpu>",
+     .explanation =
+         "The driver lists a PID on the GPU with memory charged to it, and the PID has no "
+         "/proc entry in any sample of a window of at least two samples and two seconds, "
+         "while this /proc shows every process of the host (gpuwarden runs in the host's PID "
+         "namespace, and /proc hides no user's processes, or it runs as root). No GPU work is "
+         "seen for it. The process has ended and the driver has not freed its context: common "
+         "after a SIGKILL during teardown or a process stuck in the driver that finally died. "
+         "The memory is never free and no kill can reclaim it; it goes when the driver finishes "
+         "the teardown, or with a GPU reset. From one sample, or where /proc cannot see every "
+         "process (a container, hidepid), the same listing is FOREIGN_PID."},
+    {.code = "MPS_SERVER_HOLDER",
+     .severity = S::kInfo,
+     .category = C::kHolder,
+     .implies = V::kOk,
+     .actor = A::kUser,
+     .title = "The CUDA MPS server holds memory for its clients",
+     .next_steps =
+         "echo get_server_list | nvidia-cuda-mps-control (the servers), and echo "
+         "get_client_list <server PID> | nvidia-cuda-mps-control (their clients)\n"
+         "The memory goes when the clients end; the MPS daemon's owner stops it with echo quit "
+         "| nvidia-cuda-mps-control\n"
+         "Never kill the server: every MPS client on the GPU fails with it",
+     .explanation =
+         "nvidia-cuda-mps-server runs the contexts of every CUDA MPS client on the GPU, so the "
+         "driver charges it memory for them (and lists the clients as M+C processes). It is a "
+         "service, not an idle job: gpuwarden never calls its memory reclaimable and clean "
+         "never signals it. It exits when the MPS control daemon is told to quit and no client "
+         "is left."},
+    {.code = "GRAPHICS_HOLDER",
+     .severity = S::kInfo,
+     .category = C::kHolder,
+     .implies = V::kOk,
+     .actor = A::kUser,
+     .title = "Graphics contexts hold memory (a display server, a graphics application)",
+     .next_steps =
+         "A desktop or a graphics application runs on this GPU: its memory is not free while "
+         "it runs\n"
+         "admin: to keep compute GPUs free of graphics, drive the display from another GPU, or "
+         "run the server without one (sudo systemctl isolate multi-user.target)",
+     .explanation =
+         "The driver lists these processes with graphics contexts only (type G), or they are "
+         "known display servers (Xorg, Xwayland, gnome-shell, kwin, mutter, weston, sway, "
+         "Hyprland). Their memory is in use by the display, not by compute work: a GPU with "
+         "nothing else on it is still free for compute when the rest of its memory is, and "
+         "the memory is never called reclaimable (clean never signals a display server)."},
     {.code = "FOREIGN_PID",
      .severity = S::kInfo,
      .category = C::kHolder,

@@ -194,19 +194,22 @@ std::string NameText(const HostProcess* host, const GpuProcess* gpu_process) {
   if (host != nullptr && host->comm && !host->comm->empty()) {
     return Safe(*host->comm);
   }
-  if (host != nullptr && !host->cmdline.empty() && !host->cmdline[0].empty()) {
-    std::string_view argv0 = host->cmdline[0];
-    size_t slash = argv0.rfind('/');
-    if (slash != std::string_view::npos && slash + 1 < argv0.size()) argv0.remove_prefix(slash + 1);
-    return Safe(argv0);
+  if (host != nullptr && !host->cmdline.empty() && !proc::BaseName(host->cmdline[0]).empty()) {
+    return Safe(proc::BaseName(host->cmdline[0]));
   }
-  if (gpu_process != nullptr && gpu_process->name && !gpu_process->name->empty()) {
-    std::string_view name = *gpu_process->name;
-    size_t slash = name.rfind('/');
-    if (slash != std::string_view::npos && slash + 1 < name.size()) name.remove_prefix(slash + 1);
-    return Safe(name);
+  if (gpu_process != nullptr && gpu_process->name && !proc::BaseName(*gpu_process->name).empty()) {
+    return Safe(proc::BaseName(*gpu_process->name));
   }
   return "?";
+}
+
+std::optional<proc::KnownProcess> KnownHolder(const HostProcess* host,
+                                              const GpuProcess* gpu_process) {
+  if (host != nullptr) {
+    if (auto known = proc::MatchKnownProcess(*host)) return known;
+  }
+  if (gpu_process != nullptr && gpu_process->name) return proc::MatchKnownName(*gpu_process->name);
+  return std::nullopt;
 }
 
 std::string OwnerText(const Snapshot& snapshot, const HostProcess* host) {
@@ -235,7 +238,10 @@ std::string OwnerText(const Snapshot& snapshot, const HostProcess* host) {
 
 std::string ProcessText(const Snapshot& snapshot, pid_t pid, const HostProcess* host,
                         const GpuProcess* gpu_process) {
-  return fmt::format("PID {} {} ({})", pid, NameText(host, gpu_process), OwnerText(snapshot, host));
+  const std::optional<proc::KnownProcess> known = KnownHolder(host, gpu_process);
+  return fmt::format("PID {} {} ({}{}{})", pid, NameText(host, gpu_process),
+                     OwnerText(snapshot, host), known ? ", " : "",
+                     known ? proc::ProcessRoleText(known->role) : "");
 }
 
 std::string Pct(double value) { return fmt::format("{:.1f} %", value); }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "diagnose/rules.h"
 #include "diagnose/xid_incidents.h"
 #include "kmsg/kernel_event.h"
+#include "proc/known_processes.h"
 
 namespace gw::diagnose::internal {
 
@@ -124,9 +126,14 @@ std::string NameText(const HostProcess* host, const GpuProcess* gpu_process);
 // 1234 \"train\"" (the job's name from the snapshot's Slurm section, when it
 // has the job) ... (sanitised).
 std::string OwnerText(const Snapshot& snapshot, const HostProcess* host);
-// "PID 4242 python (alice, jupyter.service)".
+// "PID 4242 python (alice, jupyter.service)"; a known process says its role:
+// "PID 1500 Xorg (root, display server)".
 std::string ProcessText(const Snapshot& snapshot, pid_t pid, const HostProcess* host,
                         const GpuProcess* gpu_process);
+// The known process (proc/known_processes.h) a holder is, from /proc or, in a
+// dump, from the driver's process name.
+std::optional<proc::KnownProcess> KnownHolder(const HostProcess* host,
+                                              const GpuProcess* gpu_process);
 
 std::string Pct(double value);                           // "98.9 %"
 std::string GpuList(const std::vector<unsigned>& gpus);  // "0,2,3"
@@ -185,6 +192,7 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleForeignPid(const RuleContext& ctx, std::vector<Finding>& out);
+void RuleServiceHolder(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleSlurmAllocated(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleSlurmOutsideAllocation(const RuleContext& ctx, std::vector<Finding>& out);
 void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out);

@@ -90,6 +90,10 @@ struct DiagnoseOptions {
   Opt<std::string> cuda_device_order;
   // gpuwarden itself runs in a container (its own PID namespace).
   bool in_container = false;
+  // The /proc it read lists every process of the host
+  // (proc::ProcReader::ShowsEveryHostProcess): a PID the driver lists and
+  // /proc lacks has ended (GONE_PROCESS_HOLDER), not hidden elsewhere.
+  bool proc_shows_every_process = false;
 
   // Which kernel-log events are current (the running boot, --since, the age
   // limit): kmsg/event_age.h. The reference time is the latest snapshot's.

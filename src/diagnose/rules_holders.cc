@@ -65,6 +65,12 @@ bool IsOrphan(const RuleContext& ctx, const Holding& h) {
   return true;
 }
 
+// A known service (proc/known_processes.h) or a graphics context: not a job.
+bool IsService(const Holding& h) {
+  if (h.listed != nullptr && h.listed->type == GpuProcessType::kGraphics) return true;
+  return KnownHolder(h.host, h.listed).has_value();
+}
+
 void AddHeld(Finding& f, Opt<uint64_t> bytes) {
   if (bytes) {
     f.evidence.push_back(BytesEvidence(std::string(kHeldEvidence), *bytes));
@@ -203,6 +209,9 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (h.listed == nullptr || !h.bytes() || *h.bytes() < o.idle_holder_min_bytes) continue;
+    // A display server, the MPS server, NVIDIA's daemons: live services whose
+    // memory is theirs to hold (GRAPHICS_HOLDER, MPS_SERVER_HOLDER), never reclaimable.
+    if (IsService(h)) continue;
     if (latest.processes_scanned && (IsZombie(ctx, h) || IsStuck(ctx, h) || IsOrphan(ctx, h))) {
       continue;
     }
@@ -434,38 +443,185 @@ void RuleUnlistedDeviceHolder(const RuleContext& ctx, std::vector<Finding>& out)
   }
 }
 
+namespace {
+
+// A listed PID that no sample's /proc had: the samples that looked, and
+// over how long.
+struct Absence {
+  unsigned looked = 0;
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+};
+Opt<Absence> AbsentFromProc(const RuleContext& ctx, pid_t pid) {
+  Absence a;
+  for (const Snapshot& s : ctx.history()) {
+    if (!s.processes_scanned) continue;
+    if (s.processes.count(pid)) return std::nullopt;
+    if (a.looked++ == 0) a.first_ms = s.time_unix_ms;
+    a.last_ms = s.time_unix_ms;
+  }
+  return a;
+}
+
+// Whether GPU work was seen for `pid` on latest().gpus[gpu_i] over the
+// window: its own SM figure above 0, or, where no figure is known, the GPU
+// busy. A process that ended runs nothing.
+bool WorkSeen(const RuleContext& ctx, size_t gpu_i, pid_t pid, size_t hint) {
+  const ProcessWindow pw = ProcessOverWindow(ctx, gpu_i, pid, hint);
+  if (pw.sm_busy > 0) return true;
+  if (pw.sm_known > 0) return false;
+  for (const Gpu* g : ctx.Series(gpu_i)) {
+    if (g == nullptr || !g->utilization_gpu_pct ||
+        *g->utilization_gpu_pct > ctx.options().idle_util_max_pct) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void RuleForeignPid(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   if (!latest.processes_scanned) return;
+  const DiagnoseOptions& o = ctx.options();
+  // Where /proc shows every process of the host, a listed PID it lacks has
+  // ended; watched for stuck_min_s at least and idle, its memory is a context
+  // the driver has not freed (GONE_PROCESS_HOLDER). Elsewhere it is a
+  // process of another PID namespace (FOREIGN_PID).
+  const bool ended_when_absent = o.proc_shows_every_process && !o.in_container;
   std::set<pid_t> pids;
   std::set<unsigned> gpus;
-  for (const Gpu& gpu : latest.gpus) {
-    for (const GpuProcess& p : gpu.processes) {
-      if (latest.processes.count(p.pid)) continue;
-      // Missing in every sample that looked: not a process that just exited.
-      bool always_missing = true;
-      for (const Snapshot& s : ctx.history()) {
-        if (s.processes_scanned && s.processes.count(p.pid)) always_missing = false;
+  struct Gone {
+    std::vector<unsigned> gpus;
+    uint64_t bytes = 0;
+    bool bytes_known = true;
+    Absence absence;
+  };
+  std::map<pid_t, Gone> gone;
+  for (size_t i = 0; i < latest.gpus.size(); ++i) {
+    const Gpu& gpu = latest.gpus[i];
+    for (size_t k = 0; k < gpu.processes.size(); ++k) {
+      const GpuProcess& p = gpu.processes[k];
+      const Opt<Absence> absence = AbsentFromProc(ctx, p.pid);
+      if (!absence) continue;
+      const bool watched =
+          absence->looked >= 2 && (absence->last_ms - absence->first_ms) / 1000.0 >= o.stuck_min_s;
+      if (ended_when_absent && watched && !WorkSeen(ctx, i, p.pid, k)) {
+        Gone& g = gone[p.pid];
+        g.gpus.push_back(gpu.index);
+        g.absence = *absence;
+        if (p.used_memory_bytes) {
+          g.bytes += *p.used_memory_bytes;
+        } else {
+          g.bytes_known = false;
+        }
+        continue;
       }
-      if (!always_missing) continue;
       pids.insert(p.pid);
       gpus.insert(gpu.index);
     }
   }
+
+  for (const auto& [pid, g] : gone) {
+    const std::string held =
+        g.bytes_known ? FormatBytes(g.bytes) + " charged" : "memory (amount unknown) charged";
+    Finding f = MakeFinding(
+        "GONE_PROCESS_HOLDER", g.gpus, {pid},
+        fmt::format("GPU {}: {} to PID {}, which has ended: no /proc entry in {} samples over "
+                    "{:.1f} s, and this /proc shows every process of the host; the driver has "
+                    "not freed its context",
+                    GpuList(g.gpus), held, pid, g.absence.looked,
+                    (g.absence.last_ms - g.absence.first_ms) / 1000.0),
+        g.bytes_known ? Gib(g.bytes) : 1.0);
+    AddHeld(f, g.bytes_known ? Opt<uint64_t>(g.bytes) : std::nullopt);
+    f.evidence.push_back(NumberEvidence("samples_absent", g.absence.looked, "count",
+                                        fmt::format("{}", g.absence.looked)));
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
+
   if (pids.empty()) return;
+  const char* why =
+      o.in_container      ? ": gpuwarden runs in a container and the driver reports host PIDs"
+      : ended_when_absent ? ", which shows every process of the host: ending (a window of a few "
+                            "seconds, `gpuwarden why`, tells a teardown from a context the driver "
+                            "keeps), or, doing GPU work, outside this host's view"
+                          : ": they live in another PID namespace, or exited";
   Finding f = MakeFinding(
       "FOREIGN_PID", {gpus.begin(), gpus.end()}, {pids.begin(), pids.end()},
       fmt::format("{} process{} listed on GPU {} (PID {}) {} not in this /proc{}", pids.size(),
                   pids.size() == 1 ? "" : "es", GpuList({gpus.begin(), gpus.end()}),
-                  fmt::join(pids, ", "), pids.size() == 1 ? "is" : "are",
-                  ctx.options().in_container
-                      ? ": gpuwarden runs in a container and the driver reports host PIDs"
-                      : ": they live in another PID namespace, or exited"),
+                  fmt::join(pids, ", "), pids.size() == 1 ? "is" : "are", why),
       0);
   f.evidence.push_back(NumberEvidence("processes", static_cast<double>(pids.size()), "count",
                                       fmt::format("{}", pids.size())));
   AddCatalogSteps(f);
   out.push_back(std::move(f));
+}
+
+// Services in their own words: a graphics context (a display server or any
+// graphics application) and the MPS server, which holds the memory of every
+// MPS client's context. Listed holders only; never reclaimable.
+void RuleServiceHolder(const RuleContext& ctx, std::vector<Finding>& out) {
+  const Snapshot& latest = ctx.latest();
+  std::map<unsigned, std::vector<const Holding*>> graphics;  // GPU -> its graphics holders.
+  for (const auto& [hp, gpus] : ctx.HolderGroups()) {
+    const Holding& h = *hp;
+    if (h.listed == nullptr) continue;
+    const std::optional<proc::KnownProcess> known = KnownHolder(h.host, h.listed);
+    if (known && known->role == proc::ProcessRole::kMpsServer) {
+      const std::string who = ProcessText(latest, h.pid, h.host, h.listed);
+      const std::string held =
+          h.bytes() ? FormatBytes(*h.bytes()) : std::string("memory (amount unknown)");
+      unsigned clients = 0;
+      for (const GpuProcess& p : latest.gpus[h.gpu_i].processes) {
+        if (p.pid != h.pid && p.type != GpuProcessType::kGraphics) ++clients;
+      }
+      Finding f = MakeFinding(
+          "MPS_SERVER_HOLDER", gpus, {h.pid},
+          fmt::format("{} is the CUDA MPS server on GPU {}: it holds {} for the contexts of its "
+                      "clients ({} other compute process{} listed there); the memory is freed "
+                      "when the clients end and the MPS control daemon stops the server",
+                      who, h.gpu, held, clients, clients == 1 ? "" : "es"),
+          0);
+      AddHeld(f, h.bytes());
+      AddProcessEvidence(ctx, f, h);
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+    } else if (h.listed->type == GpuProcessType::kGraphics ||
+               (known && known->role == proc::ProcessRole::kDisplayServer)) {
+      graphics[h.gpu].push_back(&h);
+    }
+  }
+  // Graphics contexts, one finding per GPU: a desktop has several.
+  for (const auto& [gpu, holders] : graphics) {
+    std::vector<std::string> who;
+    std::vector<pid_t> pids;
+    uint64_t bytes = 0;
+    bool bytes_known = true;
+    for (const Holding* h : holders) {
+      who.push_back(ProcessText(latest, h->pid, h->host, h->listed) +
+                    (h->bytes() ? " " + FormatBytes(*h->bytes()) : ""));
+      pids.push_back(h->pid);
+      if (h->bytes()) {
+        bytes += *h->bytes();
+      } else {
+        bytes_known = false;
+      }
+    }
+    Finding f = MakeFinding(
+        "GRAPHICS_HOLDER", {gpu}, pids,
+        fmt::format("GPU {}: {} graphics context{} ({}) hold{} {}: a display or a graphics "
+                    "application, not compute work, and not free while {} run{}",
+                    gpu, holders.size(), holders.size() == 1 ? "" : "s", fmt::join(who, "; "),
+                    holders.size() == 1 ? "s" : "", bytes_known ? FormatBytes(bytes) : "memory",
+                    holders.size() == 1 ? "it" : "they", holders.size() == 1 ? "s" : ""),
+        0);
+    AddHeld(f, bytes_known ? Opt<uint64_t>(bytes) : std::nullopt);
+    AddCatalogSteps(f);
+    out.push_back(std::move(f));
+  }
 }
 
 }  // namespace gw::diagnose::internal

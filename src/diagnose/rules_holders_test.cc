@@ -455,5 +455,105 @@ TEST(ForeignPidTest, ListedButNotInProc) {
   EXPECT_EQ(Count(RunOne(s), "FOREIGN_PID"), 0u);
 }
 
+// Class 7: a PID the driver charges memory to and a /proc that shows every
+// process of the host lacks has ended: its context was not freed.
+TEST(GoneProcessHolderTest, AbsentIdleAndWatchedWhereProcShowsEveryProcess) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 31337, .gpu = 1, .bytes = 24 * kGiB, .sm = 0, .in_proc = false});
+  const auto window = Window(s, 3);  // 2 s.
+  DiagnoseOptions host;
+  host.proc_shows_every_process = true;
+  auto findings = RunRules(window, host);
+  ASSERT_EQ(Count(findings, "GONE_PROCESS_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "GONE_PROCESS_HOLDER");
+  EXPECT_THAT(f.gpus, ElementsAre(1));
+  EXPECT_THAT(f.pids, ElementsAre(31337));
+  EXPECT_EQ(f.implies, Verdict::kDegraded);
+  EXPECT_THAT(f.message, HasSubstr("GPU 1: 24 GiB charged to PID 31337, which has ended: no "
+                                   "/proc entry in 3 samples over 2.0 s"));
+  EXPECT_EQ(Count(findings, "FOREIGN_PID"), 0u);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+}
+
+TEST(GoneProcessHolderTest, NotFromOneSampleAContainerWorkOrAHiddenProc) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 31337, .gpu = 1, .bytes = 24 * kGiB, .sm = 0, .in_proc = false});
+  DiagnoseOptions host;
+  host.proc_shows_every_process = true;
+  // One sample: it may be ending; said as such.
+  auto one = RunOne(s, host);
+  EXPECT_EQ(Count(one, "GONE_PROCESS_HOLDER"), 0u);
+  ASSERT_EQ(Count(one, "FOREIGN_PID"), 1u);
+  EXPECT_THAT(Find(one, "FOREIGN_PID")->message,
+              HasSubstr("which shows every process of the host"));
+  // A /proc that cannot see every process (hidepid, another namespace).
+  EXPECT_EQ(Count(RunRules(Window(s, 3), {}), "GONE_PROCESS_HOLDER"), 0u);
+  // In a container, whatever /proc says.
+  DiagnoseOptions container = host;
+  container.in_container = true;
+  EXPECT_EQ(Count(RunRules(Window(s, 3), container), "GONE_PROCESS_HOLDER"), 0u);
+  // GPU work attributed to it: it runs somewhere.
+  Snapshot busy = HealthyServer(2);
+  AddProcess(busy, {.pid = 31337, .gpu = 1, .sm = 40, .in_proc = false});
+  SetLoad(busy, 1, 40);
+  EXPECT_EQ(Count(RunRules(Window(busy, 3), host), "GONE_PROCESS_HOLDER"), 0u);
+  // Too short a window (under stuck_min_s).
+  EXPECT_EQ(Count(RunRules(Window(s, 3, 500), host), "GONE_PROCESS_HOLDER"), 0u);
+}
+
+TEST(ServiceHolderTest, TheMpsServerIsNamedAndNeverAnIdleHolder) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 3301,
+                 .gpu = 0,
+                 .bytes = 3 * kGiB,
+                 .sm = 0,
+                 .user = "root",
+                 .uid = 0,
+                 .comm = "nvidia-cuda-mp",
+                 .age_s = 86400});
+  s.processes[3301].cmdline = {"nvidia-cuda-mps-server"};
+  s.processes[3301].comm = "nvidia-cuda-mps";  // The kernel's 15 bytes.
+  AddProcess(s, {.pid = 7201, .gpu = 0, .bytes = 10 * kGiB, .sm = 0, .age_s = 7200});
+  const auto window = Window(s, 3);
+  auto findings = RunRules(window, {});
+  ASSERT_EQ(Count(findings, "MPS_SERVER_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "MPS_SERVER_HOLDER");
+  EXPECT_THAT(f.pids, ElementsAre(3301));
+  EXPECT_THAT(f.message, HasSubstr("PID 3301 nvidia-cuda-mps (root, MPS server) is the CUDA MPS "
+                                   "server on GPU 0: it holds 3 GiB"));
+  EXPECT_THAT(f.message, HasSubstr("(1 other compute process listed there)"));
+  // The idle client is an idle holder; the server never is.
+  for (const Finding& idle : findings) {
+    if (idle.code == "IDLE_HOLDER") {
+      EXPECT_THAT(idle.pids, ElementsAre(7201));
+    }
+  }
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+}
+
+TEST(ServiceHolderTest, GraphicsContextsAreOneFindingPerGpuAndNeverReclaimable) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 2150,
+                 .gpu = 0,
+                 .bytes = 2 * kGiB,
+                 .sm = 0,
+                 .user = "root",
+                 .uid = 0,
+                 .comm = "Xorg",
+                 .age_s = 86400});
+  AddProcess(s, {.pid = 2398, .gpu = 0, .bytes = kGiB, .sm = 0, .comm = "blender", .age_s = 86400});
+  for (GpuProcess& p : GpuAt(s, 0)->processes) p.type = GpuProcessType::kGraphics;
+  const auto window = Window(s, 3);
+  auto findings = RunRules(window, {});
+  ASSERT_EQ(Count(findings, "GRAPHICS_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "GRAPHICS_HOLDER");
+  EXPECT_THAT(f.pids, ElementsAre(2150, 2398));
+  EXPECT_THAT(f.message, HasSubstr("GPU 0: 2 graphics contexts (PID 2150 Xorg (root, display "
+                                   "server) 2 GiB; PID 2398 blender (alice) 1 GiB) hold 3 GiB"));
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+  const Diagnosis d = Diagnose(window, {});
+  EXPECT_NE(d.server, Verdict::kReclaimable);
+}
+
 }  // namespace
 }  // namespace gw::diagnose

@@ -91,6 +91,9 @@ Result<MountFacts> FindMount(std::string_view mountinfo, std::string_view path) 
     const std::string_view super = dash + 3 < f.size() ? f[dash + 3] : std::string_view();
     m.read_only =
         HasOption(f[5], "ro") || HasOption(super, "ro") || HasOption(super, "emergency_ro");
+    m.hides_pids = m.fstype == "proc" &&
+                   (HasOption(super, "hidepid=2") || HasOption(super, "hidepid=invisible") ||
+                    HasOption(super, "hidepid=4") || HasOption(super, "hidepid=ptraceable"));
     // The longest covering mount point wins; among equals the last (it hides the others).
     if (!best || m.mount_point.size() >= best->mount_point.size()) best = std::move(m);
   }

@@ -19,6 +19,10 @@ struct MountFacts {
   // Mounted read-only, or turned read-only by the filesystem itself: the
   // mount's or the superblock's options hold "ro" or "emergency_ro".
   bool read_only = false;
+  // A proc mount that leaves other users' processes out of its listing
+  // (hidepid=invisible or ptraceable, 2 or 4): their PIDs are missing from
+  // it while they run.
+  bool hides_pids = false;
 };
 
 // The mount of `path` in a mountinfo text (proc_pid_mountinfo(5) format):

@@ -60,6 +60,26 @@ TEST(FindMount, BadTablesAreErrorsNamingTheLine) {
   EXPECT_EQ(FindMount("22 1 252:1 / / rw no-dash-here at all\n", "/").error().code, "malformed");
 }
 
+TEST(FindMount, AProcMountWithHidepidHidesOtherUsersPids) {
+  for (std::string_view option :
+       {"hidepid=2", "hidepid=invisible", "hidepid=4", "hidepid=ptraceable"}) {
+    const std::string table =
+        "21 26 0:20 / /proc rw,relatime - proc proc rw," + std::string(option) + ",gid=27\n";
+    Result<MountFacts> m = FindMount(table, "/proc");
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_TRUE(m->hides_pids) << option;
+  }
+  // hidepid=1 (noaccess) lists every PID; a tmpfs's option says nothing of processes.
+  for (std::string_view line : {"21 26 0:20 / /proc rw - proc proc rw,hidepid=1\n",
+                                "21 26 0:20 / /proc rw - proc proc rw,hidepid=noaccess\n",
+                                "21 26 0:20 / /proc rw - proc proc rw\n",
+                                "21 26 0:20 / /proc rw - tmpfs tmpfs rw,hidepid=2\n"}) {
+    Result<MountFacts> m = FindMount(line, "/proc");
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_FALSE(m->hides_pids) << line;
+  }
+}
+
 TEST(MountOf, ThisProcessesRootIsMounted) {
   Result<MountFacts> m = MountOf("/");
   ASSERT_TRUE(m.ok()) << m.error().message;

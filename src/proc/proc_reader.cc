@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "os/errno_text.h"
+#include "os/mounts.h"
 #include "os/unique_fd.h"
 #include "proc/device_files.h"
 #include "proc/proc_parse.h"
@@ -360,6 +361,21 @@ Result<std::vector<pid_t>> ProcReader::ListPids() {
   }
   std::sort(pids.begin(), pids.end());
   return pids;
+}
+
+bool ProcReader::ShowsEveryHostProcess(bool caller_is_root) const {
+  // PROC_PID_INIT_INO: the initial PID namespace, the host's.
+  constexpr std::string_view kHostPidNamespace = "pid:[4026531836]";
+  char link[64];
+  const ssize_t n = readlink((proc_root_ + "/self/ns/pid").c_str(), link, sizeof link);
+  if (n <= 0 || std::string_view(link, static_cast<size_t>(n)) != kHostPidNamespace) return false;
+  if (caller_is_root) return true;
+  std::string mountinfo;
+  if (ReadFileAt(AT_FDCWD, (proc_root_ + "/self/mountinfo").c_str(), &mountinfo) != 0) {
+    return false;
+  }
+  Result<os::MountFacts> mount = os::FindMount(mountinfo, proc_root_);
+  return mount.ok() && mount->fstype == "proc" && !mount->hides_pids;
 }
 
 Result<std::vector<std::string>> ProcReader::ListDriverGpus() {

@@ -132,6 +132,14 @@ class ProcReader {
   // when the directory cannot be listed (no driver loaded).
   Result<std::vector<std::string>> ListDriverGpus();
 
+  // Whether this proc root lists every process of the host, so that a PID
+  // the driver lists and the root lacks has ended: the root is the host's
+  // PID namespace (<root>/self/ns/pid is the initial namespace, whose inode
+  // the kernel fixes at 0xEFFFFFFC) and either the caller is root or the
+  // mount does not hide other users' processes (hidepid, os/mounts.h;
+  // <root>/self/mountinfo). False when either cannot be read.
+  bool ShowsEveryHostProcess(bool caller_is_root) const;
+
   const std::string& proc_root() const { return proc_root_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "proc/proc_test_util.h"
@@ -73,6 +74,33 @@ TEST(ProcReaderFake, ListsTheDriversGpus) {
   auto gpus = reader.ListDriverGpus();
   ASSERT_TRUE(gpus.ok());
   EXPECT_EQ(*gpus, (std::vector<std::string>{"0000:18:00.0", "0000:3b:00.0"}));
+}
+
+// Whether a PID missing from the root has ended: only where the root is the
+// host's PID namespace and does not hide other users' processes.
+TEST(ProcReaderFake, ShowsEveryHostProcessOnlyInTheHostNamespaceWithoutHidepid) {
+  TempTree t;
+  ProcReader reader(t.root());
+  EXPECT_FALSE(reader.ShowsEveryHostProcess(true));  // Nothing to read: not claimed.
+  std::filesystem::create_directories(t.root() + "/self/ns");
+  std::filesystem::create_symlink("pid:[4026532481]", t.root() + "/self/ns/pid");
+  EXPECT_FALSE(reader.ShowsEveryHostProcess(true));  // A container's namespace.
+  std::filesystem::remove(t.root() + "/self/ns/pid");
+  std::filesystem::create_symlink("pid:[4026531836]", t.root() + "/self/ns/pid");
+  EXPECT_TRUE(reader.ShowsEveryHostProcess(true));    // Root sees through hidepid.
+  EXPECT_FALSE(reader.ShowsEveryHostProcess(false));  // No mount table read.
+  const std::string line = "21 26 0:20 / " + t.root() + " rw,relatime - proc proc rw";
+  t.Write("self/mountinfo", line + "\n");
+  EXPECT_TRUE(reader.ShowsEveryHostProcess(false));
+  t.Write("self/mountinfo", line + ",hidepid=invisible\n");
+  EXPECT_FALSE(reader.ShowsEveryHostProcess(false));
+}
+
+TEST(ProcReaderLive, ShowsEveryHostProcessAgreesWithThisMachinesNamespace) {
+  char link[64] = {};
+  ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof link - 1), 0);
+  const bool host = std::string(link) == "pid:[4026531836]";
+  EXPECT_EQ(ProcReader().ShowsEveryHostProcess(true), host);
 }
 
 TEST(ProcReaderFake, ReadsEveryField) {
