@@ -8,7 +8,7 @@ _gpuwarden() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
-  local commands="status why health events clean kill cluster history usage capacity advise watch run queue jobs cancel hold release logs"
+  local commands="status why health events clean kill reset cluster history usage capacity advise watch run queue jobs cancel hold release logs"
   local global="--sim --timeout --color --proc-root --dev-dir --socket --help --version"
   case $prev in
     --sim|--from|--kernel-log|--audit-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -35,6 +35,7 @@ _gpuwarden() {
     events) opts="--kernel-log --since --json --help" ;;
     clean) opts="--pid --gpu --idle-for --min-vram --now --window --user --all-users --tree --no-tree --signal --grace --settle --protect --audit-log --dry-run -y --yes --json --help" ;;
     kill) opts="--user --all-users --tree --no-tree --signal --grace --settle --protect --audit-log --dry-run -y --yes --json --help" ;;
+    reset) opts="--plan --json --now --window --from --kernel-log --help" ;;
     cluster) opts="--json --slurm-timeout --help" ;;
     history) opts="--since --gpu --csv --json --help" ;;
     usage) opts="--since --json --help" ;;

@@ -1,6 +1,6 @@
 # fish completion for gpuwarden and gpuwardend (installed in /usr/share/fish/vendor_completions.d).
 # tests/package/man_completions_test.sh checks that it offers every command of gpuwarden --help.
-set -l gw_commands status why health events clean kill cluster history usage capacity advise watch run queue jobs cancel hold release logs
+set -l gw_commands status why health events clean kill reset cluster history usage capacity advise watch run queue jobs cancel hold release logs
 complete -c gpuwarden -f
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a status -d 'Every GPU and every process that holds one, right now'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a why -d 'Why the server is busy: a verdict per server and GPU, with evidence and next steps'
@@ -8,6 +8,7 @@ complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a healt
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a events -d 'NVRM events from the kernel log (Xid, fallen off the bus, ...), explained'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a clean -d 'Stop what holds GPUs for nothing: idle, orphaned and stale holders and zombies\' parents (your own un'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a kill -d 'Stop the named processes through the same checks as clean (docs/cleanup.md)'
+complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a reset -d 'What keeps a GPU reset from working here, and the order to clear it; prints the plan'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a cluster -d 'A Slurm cluster\'s GPUs per node: total, allocated, free; who holds them; the jobs that wait and Slur'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a history -d 'What gpuwardend remembers: each GPU\'s utilisation and memory over time'
 complete -c gpuwarden -n "not __fish_seen_subcommand_from $gw_commands" -a usage -d 'Per user: GPU-hours, memory-hours, how much of it sat idle, and jobs started'
@@ -140,6 +141,13 @@ complete -c gpuwarden -n '__fish_seen_subcommand_from cancel' -l slurm-timeout -
 complete -c gpuwarden -n '__fish_seen_subcommand_from logs' -l stderr -d 'Its standard error instead'
 complete -c gpuwarden -n '__fish_seen_subcommand_from logs' -s f -l follow -d 'Keep printing until the job ends'
 complete -c gpuwarden -n '__fish_seen_subcommand_from kill' -a '(__fish_complete_pids)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l plan -r -d 'The GPU to plan a reset of (index, UUID or PCI bus id)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l json -d 'Machine-readable output (schema: docs/json.md)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l now -d 'Judge one snapshot instead of a window'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l window -r -d 'Sample this long first, so a process that has ended is told from one ending'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l from -r -F -d 'Plan from an nvidia-smi -q -x dump (only the processes it lists)'
+complete -c gpuwarden -n '__fish_seen_subcommand_from reset' -l kernel-log -r -F -d 'Read NVRM events from this file (a GPU that fell off the bus cannot be reset)'
+
 complete -c gpuwardend -f
 complete -c gpuwardend -l version -d 'Display program version information and exit'
 complete -c gpuwardend -l socket -r -d 'Listen here'

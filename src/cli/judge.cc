@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -66,6 +67,13 @@ void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc
   auto self = reader.ReadProcess(getpid(), 0);
   options.in_container = self.ok() && self->owner.container_runtime.has_value();
   options.proc_shows_every_process = reader.ShowsEveryHostProcess(options.caller_is_root);
+}
+
+int JudgeErrorExit(const Error& e) {
+  std::fprintf(stderr, "gpuwarden: %s\n", e.message.c_str());
+  if (e.code == "usage") return kExitUsage;
+  if (e.code == "bad_input") return kExitBadInput;
+  return kExitNvmlUnavailable;
 }
 
 int VerdictExitCode(diagnose::Verdict verdict) {

@@ -67,6 +67,10 @@ void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc
 
 int VerdictExitCode(diagnose::Verdict verdict);
 
+// Prints Judge's error and returns its exit code: usage 2, bad_input 3, else
+// NVML unavailable 4.
+int JudgeErrorExit(const Error& e);
+
 }  // namespace gw::cli
 
 #endif  // GPUWARDEN_CLI_JUDGE_H_

@@ -18,6 +18,7 @@
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
 #include "cli/history_command.h"
+#include "cli/reset_command.h"
 #include "cli/slurm_queue_command.h"
 #include "cli/status_command.h"
 #include "cli/watch_command.h"
@@ -208,6 +209,34 @@ int Main(int argc, char** argv) {
     cmd->add_flag("--json", a->json, "Machine-readable output (schema: docs/json.md)");
   }
 
+  gw::cli::ResetArgs reset_args;
+  CLI::App* reset = app.add_subcommand(
+      "reset",
+      "What keeps a GPU reset from working here, and the order to clear it; prints the plan, "
+      "never resets (docs/cleanup.md)");
+  reset
+      ->add_option("--plan", reset_args.gpu,
+                   "The GPU to plan a reset of (index, UUID or PCI bus id)")
+      ->required()
+      ->type_name("GPU")
+      ->check(gw::cli::NonEmpty());
+  reset->add_flag("--json", reset_args.json, "Machine-readable output (schema: docs/json.md)");
+  reset->add_flag("--now", reset_args.judge.now, "Judge one snapshot instead of a window");
+  reset
+      ->add_option("--window", reset_args.judge.window_s,
+                   "Sample this long first, so a process that has ended is told from one ending")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.0, 600.0))
+      ->capture_default_str();
+  reset
+      ->add_option("--from", reset_args.judge.from,
+                   "Plan from an `nvidia-smi -q -x` dump (only the processes it lists)")
+      ->type_name("FILE");
+  reset
+      ->add_option("--kernel-log", reset_args.judge.kernel_log,
+                   "Read NVRM events from this file (a GPU that fell off the bus cannot be reset)")
+      ->type_name("FILE");
+
   gw::cli::ClusterArgs cluster_args;
   CLI::App* cluster = app.add_subcommand(
       "cluster",
@@ -308,6 +337,7 @@ int Main(int argc, char** argv) {
   if (advise->parsed()) return gw::cli::RunAdvise(global, advise_args);
   if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
+  if (reset->parsed()) return gw::cli::RunReset(global, reset_args);
   if (cluster->parsed()) {
     gw::os::RealCommandRunner runner;
     return gw::cli::RunCluster(global, cluster_args, runner);

@@ -23,13 +23,6 @@
 namespace gw::cli {
 namespace {
 
-int JudgeErrorExit(const Error& e) {
-  std::fprintf(stderr, "gpuwarden: %s\n", e.message.c_str());
-  if (e.code == "usage") return kExitUsage;
-  if (e.code == "bad_input") return kExitBadInput;
-  return kExitNvmlUnavailable;
-}
-
 std::vector<std::string> SourcesRead(const Judged& judged) {
   if (!judged.kernel_log) return {};
   return judged.kernel_log->used;

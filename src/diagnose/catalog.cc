@@ -138,8 +138,8 @@ constexpr FindingSpec kSpecs[] = {
      .next_steps = "Look again in a minute: gpuwarden status --gpu <gpu>\n"
                    "kill -9 cannot end a process in D state; do not loop on it\n"
                    "admin: sudo dmesg -T | grep -iE 'xid|nvrm|hung'\n"
-                   "admin: if it stays in D, reset the GPU (sudo nvidia-smi -r -i <gpu>) or "
-                   "reboot",
+                   "admin: if it stays in D, reset the GPU (gpuwarden reset --plan <gpu> lists "
+                   "what is in the way; sudo nvidia-smi -r -i <gpu>) or reboot",
      .explanation =
          "The process holding the GPU was in uninterruptible sleep (state D) in every sample "
          "of a window of at least 2 seconds (two samples or more; a single look is not "

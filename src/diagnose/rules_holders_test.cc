@@ -288,7 +288,7 @@ TEST(UninterruptibleHolderTest, StuckInD) {
   EXPECT_EQ(f.actor, Actor::kAdmin);
   EXPECT_THAT(f.message, HasSubstr("for at least 3s"));
   EXPECT_TRUE(HasStep(f, "kill -9 cannot end a process in D state"));
-  EXPECT_TRUE(HasStep(f, "admin: if it stays in D, reset the GPU (sudo nvidia-smi -r -i 0)"));
+  EXPECT_TRUE(HasStep(f, "admin: if it stays in D, reset the GPU (gpuwarden reset --plan 0 lists"));
   EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
 }
 

@@ -320,4 +320,34 @@ std::optional<unsigned> ParseCpuCount(std::string_view proc_stat_file) {
   return n;
 }
 
+std::vector<LoadedModule> ParseModules(std::string_view text) {
+  // "nvidia_drm 77824 4 nvidia_modeset, Live 0x0000000000000000"
+  std::vector<LoadedModule> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    const std::string_view line =
+        text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+    at = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::vector<std::string_view> f;
+    for (size_t p = 0; p < line.size();) {
+      const size_t sp = line.find(' ', p);
+      const size_t end = sp == std::string_view::npos ? line.size() : sp;
+      if (end > p) f.push_back(line.substr(p, end - p));
+      p = end + 1;
+    }
+    if (f.size() < 4) continue;
+    LoadedModule m;
+    m.name = std::string(f[0]);
+    const auto [ptr, ec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), m.used_by);
+    if (ec != std::errc() || ptr != f[2].data() + f[2].size()) continue;
+    if (f[3] != "-") {
+      std::string_view users = f[3];
+      if (!users.empty() && users.back() == ',') users.remove_suffix(1);
+      m.users = std::string(users);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace gw::proc

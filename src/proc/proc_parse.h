@@ -94,6 +94,15 @@ std::optional<uint64_t> ParseBootTime(std::string_view proc_stat_file);
 // Number of "cpuN" lines in /proc/stat (online CPUs); nullopt when none.
 std::optional<unsigned> ParseCpuCount(std::string_view proc_stat_file);
 
+// A line of /proc/modules: "nvidia_drm 77824 4 nvidia_modeset, Live 0x0".
+struct LoadedModule {
+  std::string name;      // "nvidia_drm"
+  unsigned used_by = 0;  // References (the third field).
+  std::string users;     // Modules using it ("nvidia_drm,nvidia_uvm"), "" when none.
+};
+// Every module of /proc/modules text; lines that do not parse are skipped.
+std::vector<LoadedModule> ParseModules(std::string_view proc_modules_file);
+
 }  // namespace gw::proc
 
 #endif  // GPUWARDEN_PROC_PROC_PARSE_H_

@@ -226,5 +226,22 @@ TEST(ParseProcStat, BootTimeAndCpuCount) {
   EXPECT_EQ(ParseCpuCount("cpu  1 2 3\n"), std::nullopt);  // The total line is not a CPU.
 }
 
+TEST(ParseModules, NameReferencesAndUsers) {
+  const auto modules = ParseModules(
+      "nvidia_uvm 1576960 2 - Live 0x0000000000000000 (POE)\n"
+      "nvidia_drm 77824 4 - Live 0x0000000000000000 (POE)\n"
+      "nvidia_modeset 1306624 5 nvidia_drm, Live 0x0000000000000000 (POE)\n"
+      "nvidia 56717312 220 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000 (POE)\n"
+      "garbage\n"
+      "bad x notanumber - Live 0x0\n");
+  ASSERT_EQ(modules.size(), 4u);
+  EXPECT_EQ(modules[1].name, "nvidia_drm");
+  EXPECT_EQ(modules[1].used_by, 4u);
+  EXPECT_EQ(modules[1].users, "");
+  EXPECT_EQ(modules[2].users, "nvidia_drm");
+  EXPECT_EQ(modules[3].users, "nvidia_uvm,nvidia_modeset");
+  EXPECT_EQ(modules[3].used_by, 220u);
+}
+
 }  // namespace
 }  // namespace gw::proc

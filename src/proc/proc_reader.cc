@@ -363,6 +363,15 @@ Result<std::vector<pid_t>> ProcReader::ListPids() {
   return pids;
 }
 
+Result<std::vector<LoadedModule>> ProcReader::ReadModules() const {
+  std::string text;
+  const std::string path = proc_root_ + "/modules";
+  if (int err = ReadFileAt(AT_FDCWD, path.c_str(), &text); err != 0) {
+    return MakeError("unavailable", path + ": " + os::ErrnoText(err));
+  }
+  return ParseModules(text);
+}
+
 bool ProcReader::ShowsEveryHostProcess(bool caller_is_root) const {
   // PROC_PID_INIT_INO: the initial PID namespace, the host's.
   constexpr std::string_view kHostPidNamespace = "pid:[4026531836]";

@@ -132,6 +132,10 @@ class ProcReader {
   // when the directory cannot be listed (no driver loaded).
   Result<std::vector<std::string>> ListDriverGpus();
 
+  // The loaded kernel modules (<root>/modules). Error "unavailable" when the
+  // file cannot be read.
+  Result<std::vector<LoadedModule>> ReadModules() const;
+
   // Whether this proc root lists every process of the host, so that a PID
   // the driver lists and the root lacks has ended: the root is the host's
   // PID namespace (<root>/self/ns/pid is the initial namespace, whose inode

@@ -177,8 +177,8 @@ std::string RenderReleaseText(const act::ReleaseReport& release, double settled_
           fmt::format("  The driver still lists PID {} on it.\n", fmt::join(g.still_listed, ", "));
     }
     out += fmt::format(
-        "  Ask an administrator to reset GPU {} (nvidia-smi --gpu-reset -i {}, with nothing else "
-        "running on it) or to reboot the node; gpuwarden never does either.\n",
+        "  Ask an administrator to reset GPU {} (gpuwarden reset --plan {} lists what is in the "
+        "way) or to reboot the node; gpuwarden never does either.\n",
         g.index, g.index);
   }
   return out;

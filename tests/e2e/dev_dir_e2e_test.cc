@@ -14,6 +14,7 @@
 
 #include "e2e/e2e_util.h"
 #include "e2e/run_process.h"
+#include "test_paths.h"
 
 namespace gw::test {
 namespace {
@@ -147,6 +148,82 @@ TEST(DevDirE2e, CleanPlansTheHolderOnItsGpuOnly) {
   ASSERT_FALSE(on_gpu0.is_discarded());
   for (const json& i : on_gpu0["plan"]["act"]) EXPECT_NE(i["pid"], holder.pid()) << i.dump();
   EXPECT_TRUE(holder.Holds());  // A dry run signals nothing.
+}
+
+// reset --plan names the process holding the GPU's device file as a job to
+// end before the reset, and only on that GPU's plan.
+TEST(DevDirE2e, ResetPlanNamesTheHolderOfTheGpusDeviceFile) {
+  TempDir dev;
+  TempDir work;
+  Holder holder(dev);
+  ASSERT_TRUE(holder.Holds());
+  auto plan = [&](const std::string& gpu, std::string* trace) {
+    return RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "--timeout", "5",
+                    "reset", "--plan", gpu, "--now", "--json"},
+                   Options(work), 0, trace);
+  };
+  std::string trace;
+  const json on_gpu1 = plan("1", &trace);
+  SCOPED_TRACE(trace);
+  ASSERT_FALSE(on_gpu1.is_discarded());
+  EXPECT_EQ(on_gpu1["schema"], "gpuwarden.reset_plan");
+  EXPECT_EQ(on_gpu1["gpu"]["index"], 1);
+  EXPECT_TRUE(on_gpu1["live"]);
+  const json& steps = on_gpu1["steps"];
+  ASSERT_GE(steps.size(), 3u);
+  EXPECT_EQ(steps[0]["kind"], "end_jobs");
+  bool named = false;
+  for (const json& h : steps[0]["holders"]) named = named || h["pid"] == holder.pid();
+  EXPECT_TRUE(named) << steps[0].dump();
+  EXPECT_NE(steps[0]["commands"][0].get<std::string>().find(std::to_string(holder.pid())),
+            std::string::npos);
+  bool reset = false;
+  for (const json& st : steps) {
+    if (st["kind"] == "reset") {
+      reset = true;
+      EXPECT_EQ(st["commands"][0], "sudo nvidia-smi -r -i 00000000:41:00.0");
+    }
+  }
+  EXPECT_TRUE(reset);
+  // GPU 0's plan does not name it.
+  std::string trace0;
+  const json on_gpu0 = plan("0", &trace0);
+  SCOPED_TRACE(trace0);
+  for (const json& st : on_gpu0["steps"]) {
+    for (const json& h : st["holders"]) EXPECT_NE(h["pid"], holder.pid()) << st.dump();
+  }
+  EXPECT_TRUE(holder.Holds());  // A plan does nothing.
+  // An unknown GPU is a usage error naming it.
+  RunResult bad = RunProcess(Gpuwarden({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario),
+                                        "reset", "--plan", "9", "--now"}),
+                             Options(work));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--plan 9"), std::string::npos) << bad.err;
+}
+
+// From a dump the plan knows the listed processes by name: the display
+// server and the MPS server, each with the way to stop it; it says what a
+// dump cannot tell.
+TEST(DevDirE2e, ResetPlanFromADumpNamesTheDisplayAndMps) {
+  TempDir work;
+  const std::string dump =
+      gw::test::SourceDir() + "/tests/corpus/mps-server-and-display-holders/dump.xml";
+  std::string trace;
+  const json plan0 =
+      RunJson({"reset", "--plan", "0", "--from", dump, "--json"}, Options(work), 0, &trace);
+  SCOPED_TRACE(trace);
+  ASSERT_FALSE(plan0.is_discarded());
+  EXPECT_FALSE(plan0["live"]);
+  ASSERT_GE(plan0["steps"].size(), 1u);
+  EXPECT_EQ(plan0["steps"][0]["kind"], "stop_display");
+  EXPECT_EQ(plan0["steps"][0]["holders"].size(), 2u);
+  EXPECT_EQ(plan0["notes"].size(), 2u);
+  const json plan1 = RunJson({"reset", "--plan", "00000000:0F:00.0", "--from", dump, "--json"},
+                             Options(work), 0, &trace);
+  std::vector<std::string> kinds;
+  for (const json& st : plan1["steps"]) kinds.push_back(st["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"end_jobs", "stop_mps", "reset", "restart", "check"}))
+      << plan1.dump();
 }
 
 }  // namespace
