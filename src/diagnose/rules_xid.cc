@@ -342,10 +342,11 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     Finding f = MakeFinding(
         "GPU_MISSING", {}, {},
         fmt::format("{} GPU{} missing: the driver's probe failed for {} device{} in its current "
-                    "load, and {}",
+                    "load, and {}{}",
                     unnamed, unnamed == 1 ? " is" : "s are", probe_failed,
                     probe_failed == 1 ? "" : "s",
-                    ctx.live() ? "NVML does not list them" : "the dump does not list them"),
+                    ctx.live() ? "NVML does not list " : "the dump does not list ",
+                    unnamed == 1 ? "it" : "them"),
         1.5);
     f.evidence.push_back(NumberEvidence("probe_failed_devices", probe_failed, "count",
                                         fmt::format("{}", probe_failed)));

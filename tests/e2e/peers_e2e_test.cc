@@ -388,6 +388,9 @@ NvtopScreen NvtopExpectation(const ScenarioRun& run) {
         n.used = n.total = "N/A";
       std::set<long> seen;
       std::optional<unsigned> from_processes;
+      // A GPU none of whose processes has a sample gives nvtop nothing to sum.
+      const bool any_sample = std::any_of(g.processes.begin(), g.processes.end(),
+                                          [](const ExpectedProcess& p) { return p.sm_pct; });
       for (const ExpectedProcess& p : g.processes) {
         if (p.type == "mps") continue;
         std::optional<long> pid = PidPool::Resolve(p.pid_spec, run.env);
@@ -395,11 +398,14 @@ NvtopScreen NvtopExpectation(const ScenarioRun& run) {
         s.processes.push_back(
             {*pid, device,
              p.used_bytes ? std::to_string(*p.used_bytes / kMiB) + "MiB" : std::string("N/A")});
-        from_processes = std::min(100u, from_processes.value_or(0) + p.sm_pct.value_or(0));
+        if (any_sample) {
+          from_processes = std::min(100u, from_processes.value_or(0) + p.sm_pct.value_or(0));
+        }
       }
       // nvtop 3.0.1 (gpuinfo_fix_dynamic_info_from_process_info) shows the sum
       // of the processes' samples (0 for a process without one, at most 100)
-      // unless the GPU's own utilization is within 10 points of it.
+      // unless the GPU's own utilization is within 10 points of it; with no
+      // sample at all it keeps the GPU's own figure ("N/A" when NVML has none).
       std::optional<unsigned> util = g.utilization_rates_gpu;
       if (from_processes &&
           (!util || *util + 10 < *from_processes || *util > *from_processes + 10)) {
@@ -419,7 +425,8 @@ NvtopScreen ParseNvtop(const std::string& screen) {
   static const std::regex kHeader(
       R"(Device (\d+) \[([^\]]*)\].*?RX: (N/A|[\d.]+ \S+B/s) TX: (N/A|[\d.]+ \S+B/s))");
   static const std::regex kValues(R"(TEMP\s+(\S+?)°C.*?POW\s+(\S+) / (\S+) W)");
-  static const std::regex kBars(R"(GPU\[[| ]*(\S+?)%\] MEM\[[| ]*([^/\]]+)/([^\]]+)\])");
+  // "GPU[||  42%]", or "GPU[   N/A]" where the GPU reports no utilisation.
+  static const std::regex kBars(R"(GPU\[[| ]*(\S+?)%?\] MEM\[[| ]*([^/\]]+)/([^\]]+)\])");
   static const std::regex kProcess(R"(^\s*(\d+)\s+\S+\s+(\d+)\s+\S+\s+\S+\s+(\S+))");
   NvtopScreen s;
   s.no_gpu = screen.find("No GPU to monitor") != std::string::npos;
