@@ -89,7 +89,8 @@ constexpr FindingSpec kSpecs[] = {
          "The process holds at least 1 GiB on a GPU whose utilisation is at most 5 % in the one "
          "sample there is (an offline dump, why --now). It may be idle, or a job between two "
          "steps (loading data, checkpointing, waiting at a barrier): one sample cannot tell, "
-         "and an offline dump has neither the process's age nor its own SM use. The memory is "
+         "and an offline dump has neither the process's age nor its own SM use; a live look "
+         "reports it when the process is not known to have lived 10 minutes. The memory is "
          "live work until a window of samples shows it idle (IDLE_HOLDER): it is never counted "
          "as reclaimable, and the GPU's verdict follows its memory like any other. Memory held "
          "with no process listed, in the same situation, is HIDDEN_USE."},

@@ -221,10 +221,14 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       continue;
     }
     ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
-    if (ctx.samples() == 1 && pw.sm_known == 0) {
-      // One sample without the process's own SM use (an offline dump) cannot
-      // prove a holder idle (a job between two steps reads 0 % too), nor call
-      // its memory reclaimable: say what it shows.
+    // Idle long enough: a freshly started job loading its model also sits at 0 %.
+    const Opt<double> age = h.host != nullptr ? h.host->age_s : std::nullopt;
+    const double lived = age ? *age : ctx.window_s();
+    if (ctx.samples() == 1 && (pw.sm_known == 0 || lived < o.idle_holder_min_age_s)) {
+      // One sample without the process's own SM use (an offline dump), or of
+      // a process not known to have lived long, cannot prove a holder idle (a
+      // job between two steps reads 0 % too), nor call its memory
+      // reclaimable: say what it shows.
       const Gpu& gpu = latest.gpus[h.gpu_i];
       const bool gpu_idle =
           gpu.utilization_gpu_pct && *gpu.utilization_gpu_pct <= o.idle_util_max_pct;
@@ -246,9 +250,6 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       continue;
     }
     if (pw.sm_known == 0 || pw.sm_busy > 0) continue;
-    // Idle long enough: a freshly started job loading its model also sits at 0 %.
-    const Opt<double> age = h.host != nullptr ? h.host->age_s : std::nullopt;
-    const double lived = age ? *age : ctx.window_s();
     if (lived < o.idle_holder_min_age_s) continue;
 
     Finding f = MakeFinding(

@@ -555,5 +555,23 @@ TEST(ServiceHolderTest, GraphicsContextsAreOneFindingPerGpuAndNeverReclaimable) 
   EXPECT_NE(d.server, Verdict::kReclaimable);
 }
 
+// One live look: NVML's per-process samples say 0 %, but a process not
+// known to have lived idle_holder_min_age_s may be a job between two steps.
+TEST(IdleHolderTest, OneLookAtAYoungOrUnknownHolderMayBeIdleNeverReclaimable) {
+  Snapshot s = HealthyServer(2);
+  AddProcess(s, {.pid = 4242, .gpu = 1, .bytes = 20 * kGiB, .sm = 0, .age_s = 60});
+  SetLoad(s, 1, 0);
+  auto young = RunOne(s);
+  EXPECT_EQ(Count(young, "IDLE_HOLDER"), 0u);
+  ASSERT_EQ(Count(young, "HOLDER_IDLE_ONE_SAMPLE"), 1u);
+  EXPECT_THAT(Find(young, "HOLDER_IDLE_ONE_SAMPLE")->message, HasSubstr("it may be idle"));
+  // Known to have lived an hour at 0 %: idle (as before).
+  Snapshot old = HealthyServer(2);
+  AddProcess(old, {.pid = 4242, .gpu = 1, .bytes = 20 * kGiB, .sm = 0, .age_s = 3600});
+  SetLoad(old, 1, 0);
+  EXPECT_EQ(Count(RunOne(old), "IDLE_HOLDER"), 1u);
+  EXPECT_EQ(Count(RunOne(old), "HOLDER_IDLE_ONE_SAMPLE"), 0u);
+}
+
 }  // namespace
 }  // namespace gw::diagnose

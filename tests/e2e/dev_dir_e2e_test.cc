@@ -75,9 +75,9 @@ TEST(DevDirE2e, StatusMapsTheHeldDeviceFileToItsGpu) {
   Holder holder(dev);
   ASSERT_TRUE(holder.Holds());
   std::string trace;
-  const json out =
-      RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "status", "--json"},
-              Options(work), 0, &trace);
+  const json out = RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "--timeout",
+                            "5", "status", "--json"},
+                           Options(work), 0, &trace);
   SCOPED_TRACE(trace);
   ASSERT_FALSE(out.is_discarded());
   const json* found = nullptr;
@@ -125,10 +125,10 @@ TEST(DevDirE2e, CleanPlansTheHolderOnItsGpuOnly) {
   ASSERT_TRUE(holder.Holds());
   const std::string audit = work.path() + "/audit.jsonl";
   auto clean = [&](const std::string& gpu, std::string* trace) {
-    return RunJson(
-        {"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "clean", "--dry-run", "--json",
-         "--idle-for", "0s", "--window", "1", "--audit-log", audit, "--gpu", gpu},
-        Options(work), 0, trace);
+    return RunJson({"--dev-dir", dev.path(), "--sim", ScenarioPath(kScenario), "--timeout", "5",
+                    "clean", "--dry-run", "--json", "--idle-for", "0s", "--window", "1",
+                    "--audit-log", audit, "--gpu", gpu},
+                   Options(work), 0, trace);
   };
   std::string trace;
   const json on_gpu1 = clean("1", &trace);

@@ -470,9 +470,10 @@ TEST_P(ShippedScenario, WhyGivesTheExpectedVerdictsAndStates) {
     options.env[env_name] = std::to_string(children.back()->pid());
   }
   // A one-second window unless the case names its own (a judgement that
-  // needs a longer watch, e.g. a PID absent for two seconds).
+  // needs a longer watch, e.g. a PID absent for two seconds) or one look (--now).
   const json extra = expected.value("args", json::array());
-  const bool own_window = std::find(extra.begin(), extra.end(), json("--window")) != extra.end();
+  const bool own_window = std::find(extra.begin(), extra.end(), json("--window")) != extra.end() ||
+                          std::find(extra.begin(), extra.end(), json("--now")) != extra.end();
   std::vector<std::string> args = {"--sim", ScenarioPath(name + ".json"), "--timeout", "1", "why",
                                    "--json"};
   if (!own_window) args.insert(args.end(), {"--window", "1"});
