@@ -172,6 +172,35 @@ ResetPlan PlanReset(const Snapshot& latest, size_t gpu_pos,
     return it->second;
   };
 
+  // Puts a holder in its step: a known service's (with how to stop and start
+  // it again), the processes no signal can end, or the jobs.
+  auto place = [&](ResetHolder holder, const HostProcess* host,
+                   const std::optional<proc::KnownProcess>& known) {
+    if (const std::optional<RoleStep> role = known ? StepOf(known->role) : std::nullopt) {
+      ResetStep& s = step(role->kind, role->title, role->why);
+      s.holders.push_back(std::move(holder));
+      auto [stop, start] = StopAndStart(*known);
+      if (std::find(s.commands.begin(), s.commands.end(), stop) == s.commands.end()) {
+        s.commands.push_back(stop);
+      }
+      if (restart_seen.insert(start).second) restarts.emplace_back(role->kind, start);
+      return;
+    }
+    if (host != nullptr &&
+        (host->state == ProcessState::kDiskSleep || host->state == ProcessState::kZombie)) {
+      holder.text += host->state == ProcessState::kZombie ? ", a zombie" : ", in D state";
+      step(ResetStepKind::kStuck, "Processes no signal can end",
+           "a process in uninterruptible sleep (D) is inside the kernel, often the driver, and a "
+           "zombie waits for its parent; while one holds the GPU the reset fails: if it does not "
+           "end, reboot")
+          .holders.push_back(std::move(holder));
+      return;
+    }
+    step(ResetStepKind::kEndJobs, fmt::format("End the jobs on GPU {}", gpu.index),
+         "nvidia-smi -r refuses a GPU that any process uses")
+        .holders.push_back(std::move(holder));
+  };
+
   // The processes the driver lists on the GPU.
   std::set<pid_t> seen;
   for (const GpuProcess& p : gpu.processes) {
@@ -189,30 +218,7 @@ ResetPlan PlanReset(const Snapshot& latest, size_t gpu_pos,
     std::optional<proc::KnownProcess> known =
         host != nullptr ? proc::MatchKnownProcess(*host) : std::nullopt;
     if (!known && p.name) known = proc::MatchKnownName(*p.name);
-    const std::optional<RoleStep> role = known ? StepOf(known->role) : std::nullopt;
-    if (role) {
-      ResetStep& s = step(role->kind, role->title, role->why);
-      s.holders.push_back(std::move(holder));
-      auto [stop, start] = StopAndStart(*known);
-      if (std::find(s.commands.begin(), s.commands.end(), stop) == s.commands.end()) {
-        s.commands.push_back(stop);
-      }
-      if (restart_seen.insert(start).second) restarts.emplace_back(role->kind, start);
-      continue;
-    }
-    if (host != nullptr &&
-        (host->state == ProcessState::kDiskSleep || host->state == ProcessState::kZombie)) {
-      ResetStep& s = step(ResetStepKind::kStuck, "Processes no signal can end",
-                          "a process in uninterruptible sleep (D) is inside the kernel, often "
-                          "the driver, and a zombie waits for its parent; while one holds the "
-                          "GPU the reset fails: if it does not end, reboot");
-      holder.text += host->state == ProcessState::kZombie ? ", a zombie" : ", in D state";
-      s.holders.push_back(std::move(holder));
-      continue;
-    }
-    ResetStep& s = step(ResetStepKind::kEndJobs, fmt::format("End the jobs on GPU {}", gpu.index),
-                        "nvidia-smi -r refuses a GPU that any process uses");
-    s.holders.push_back(std::move(holder));
+    place(std::move(holder), host, known);
   }
 
   // Live: every other holder of the GPU's device file, and the services that
@@ -222,21 +228,11 @@ ResetPlan PlanReset(const Snapshot& latest, size_t gpu_pos,
     for (const auto& [pid, host] : latest.processes) {
       if (seen.count(pid) || host.device_files.empty()) continue;
       const std::optional<proc::KnownProcess> known = proc::MatchKnownProcess(host);
-      const std::optional<RoleStep> role = known ? StepOf(known->role) : std::nullopt;
-      if (role) {
-        ResetStep& s = step(role->kind, role->title, role->why);
-        s.holders.push_back({pid, HolderText(pid, &host, nullptr), std::nullopt});
-        auto [stop, start] = StopAndStart(*known);
-        if (std::find(s.commands.begin(), s.commands.end(), stop) == s.commands.end()) {
-          s.commands.push_back(stop);
-        }
-        if (restart_seen.insert(start).second) restarts.emplace_back(role->kind, start);
+      if (known && StepOf(known->role)) {
+        place({pid, HolderText(pid, &host, nullptr), std::nullopt}, &host, known);
       } else if (HoldsGpu(latest, host, gpu)) {
-        ResetStep& s =
-            step(ResetStepKind::kEndJobs, fmt::format("End the jobs on GPU {}", gpu.index),
-                 "nvidia-smi -r refuses a GPU that any process uses");
-        s.holders.push_back(
-            {pid, HolderText(pid, &host, nullptr) + ", holds its device file", std::nullopt});
+        place({pid, HolderText(pid, &host, nullptr) + ", holds its device file", std::nullopt},
+              &host, std::nullopt);
       }
     }
   }
