@@ -30,10 +30,10 @@ _gpuwarden() {
   case $command in
     "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return ;;
     status) opts="--json -v --verbose --gpu --user --from --slurm-node --no-slurm --slurm-timeout --help" ;;
-    why) opts="--now --window --from --kernel-log --no-kernel-log --since --need --nvlink --idle-for --json --slurm -v --verbose --no-history --explain --slurm-node --no-slurm --slurm-timeout --help" ;;
+    why) opts="--now --window --from --kernel-log --no-kernel-log --since --need --nvlink --idle-for --min-age --json --slurm -v --verbose --no-history --explain --slurm-node --no-slurm --slurm-timeout --help" ;;
     health) opts="--now --window --from --kernel-log --no-kernel-log --since --json -v --verbose --slurm-drain --slurm-node --on-degraded --slurm-timeout --help" ;;
     events) opts="--kernel-log --since --json --help" ;;
-    clean) opts="--pid --gpu --idle-for --min-vram --now --window --user --all-users --tree --no-tree --signal --grace --settle --protect --audit-log --dry-run -y --yes --json --help" ;;
+    clean) opts="--pid --gpu --idle-for --min-age --min-vram --now --window --no-history --user --all-users --tree --no-tree --signal --grace --settle --protect --audit-log --dry-run -y --yes --json --help" ;;
     kill) opts="--user --all-users --tree --no-tree --signal --grace --settle --protect --audit-log --dry-run -y --yes --json --help" ;;
     reset) opts="--plan --json --now --window --from --kernel-log --help" ;;
     cluster) opts="--json --slurm-timeout --help" ;;

@@ -123,7 +123,7 @@ class Planner {
       return std::pair{Reason::kKernelThread, std::string("a kernel thread")};
     }
     if (std::optional<std::string> name = in_.protect.Match(*host)) {
-      return std::pair{Reason::kProtected, fmt::format("protected: {}", *name)};
+      return std::pair{Reason::kProtected, *name};
     }
     if (!host->uid) {
       return std::pair{Reason::kUnknownOwner,
@@ -239,6 +239,10 @@ class Planner {
       if (f.code == "IDLE_HOLDER") {
         reason = Reason::kIdleHolder;
         detail = "holds GPU memory and did no GPU work";
+        // How long, and seen how: the measured idle time (idle_time.h).
+        for (const diagnose::Evidence& e : f.evidence) {
+          if (e.name == "idle_for") detail += ": " + e.value;
+        }
       } else if (f.code == "ORPHAN_HOLDER") {
         reason = Reason::kOrphanHolder;
         detail = "left behind: the run that started it is gone";

@@ -202,8 +202,8 @@ TEST(Plan, ProtectedNamesAreNeverSignalledEvenByRoot) {
     ASSERT_NE(Item(p.skip, pid), nullptr) << pid;
     EXPECT_EQ(Item(p.skip, pid)->reason, Reason::kProtected) << pid;
   }
-  EXPECT_EQ(Item(p.skip, 500)->detail, "protected: nvidia-persistenced");
-  EXPECT_EQ(Item(p.skip, 503)->detail, "protected: jupyterhub");
+  EXPECT_EQ(Item(p.skip, 500)->detail, "nvidia-persistenced");
+  EXPECT_EQ(Item(p.skip, 503)->detail, "jupyterhub");
 }
 
 TEST(Plan, KillRefusesSelfAncestorsInitAndKernelThreads) {

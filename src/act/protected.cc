@@ -14,20 +14,16 @@ const std::vector<std::string>& DefaultProtectedNames() {
   return kNames;
 }
 
-ProtectedList::ProtectedList(const std::vector<std::string>& extra)
-    : names_(DefaultProtectedNames()) {
+ProtectedList::ProtectedList(const std::vector<std::string>& extra) {
   for (const std::string& name : extra) {
-    if (!name.empty() && std::find(names_.begin(), names_.end(), name) == names_.end()) {
-      names_.push_back(name);
+    if (!name.empty() && std::find(extra_.begin(), extra_.end(), name) == extra_.end()) {
+      extra_.push_back(name);
     }
   }
 }
 
 std::optional<std::string> ProtectedList::Match(const HostProcess& process) const {
-  for (const std::string& name : names_) {
-    if (proc::GoesBy(process, name)) return name;
-  }
-  return std::nullopt;
+  return proc::ProtectedName(process, extra_);
 }
 
 }  // namespace gw::act

@@ -1,6 +1,8 @@
 // Processes that clean/kill never signal, whoever asks: the driver's and the
 // fabric's daemons, display servers, gpuwarden's own daemon, init, and the
-// caller's own chain of processes. Pure: decides from a HostProcess.
+// administrator's names. Pure: decides from a HostProcess, by the one rule of
+// proc::ProtectedName (its executable and systemd unit, never the name a
+// process gives itself), which `why` applies too.
 #ifndef GPUWARDEN_ACT_PROTECTED_H_
 #define GPUWARDEN_ACT_PROTECTED_H_
 
@@ -24,11 +26,12 @@ class ProtectedList {
   // The defaults plus `extra` (from the config file and --protect).
   explicit ProtectedList(const std::vector<std::string>& extra = {});
 
-  // The protected name this process goes by (proc::GoesBy), if any.
+  // The protected name this process is (proc::ProtectedName), if any.
   std::optional<std::string> Match(const HostProcess& process) const;
+  const std::vector<std::string>& extra() const { return extra_; }
 
  private:
-  std::vector<std::string> names_;
+  std::vector<std::string> extra_;
 };
 
 }  // namespace gw::act

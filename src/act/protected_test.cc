@@ -29,7 +29,9 @@ TEST(Protected, DefaultsCoverTheDriverDaemonsAndDisplays) {
   EXPECT_FALSE(list.Match(Named("myXorg")));
 }
 
-TEST(Protected, Argv0AndExecutableCount) {
+// The name a process gives itself counts only while its executable cannot
+// be read (another user's process, to a caller without root).
+TEST(Protected, Argv0CountsOnlyWithoutTheExecutable) {
   ProtectedList list;
   EXPECT_EQ(list.Match(Named("worker", {"/usr/lib/xorg/Xorg", ":0"})), "Xorg");
   HostProcess p = Named("renamed");
@@ -37,10 +39,35 @@ TEST(Protected, Argv0AndExecutableCount) {
   EXPECT_EQ(list.Match(p), "nv-hostengine");
 }
 
+// `exec -a Xorg sleep`: argv[0] and comm say Xorg; the kernel says sleep.
+TEST(Protected, ARenamedProcessIsNotProtected) {
+  ProtectedList list;
+  HostProcess p = Named("Xorg", {"Xorg"});
+  p.exe = "/usr/bin/sleep";
+  EXPECT_FALSE(list.Match(p));
+  p.exe = "/usr/lib/xorg/Xorg";
+  EXPECT_EQ(list.Match(p), "Xorg");
+  // A protected unit, which systemd sets, counts whatever the executable.
+  HostProcess helper = Named("sh", {"/bin/sh", "-c", "nvidia-persistenced"});
+  helper.exe = "/usr/bin/dash";
+  EXPECT_FALSE(list.Match(helper));
+  helper.owner.systemd_unit = "nvidia-persistenced.service";
+  EXPECT_EQ(list.Match(helper), "nvidia-persistenced");
+}
+
 TEST(Protected, ConfiguredNamesAdd) {
   ProtectedList list({"jupyterhub", "", "Xorg"});
   EXPECT_EQ(list.Match(Named("jupyterhub")), "jupyterhub");
   EXPECT_EQ(list.Match(Named("Xorg")), "Xorg");
+  // By the executable or the unit, never by a name the process chose.
+  HostProcess hub = Named("jupyterhub", {"/usr/bin/python3", "/usr/local/bin/jupyterhub"});
+  hub.exe = "/usr/bin/python3.11";
+  EXPECT_FALSE(list.Match(hub));
+  hub.owner.systemd_unit = "jupyterhub.service";
+  EXPECT_EQ(list.Match(hub), "jupyterhub");
+  HostProcess own = Named("jupyterhub");
+  own.exe = "/opt/hub/bin/jupyterhub";
+  EXPECT_EQ(list.Match(own), "jupyterhub");
 }
 
 }  // namespace

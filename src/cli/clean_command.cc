@@ -84,7 +84,12 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
   if (!args.idle_for.empty()) {
     auto seconds = ParseDuration(args.idle_for);
     if (!seconds.ok()) return Fail(kExitUsage, "--idle-for: " + seconds.error().message);
-    judge.idle_min_age_s = *seconds;
+    judge.idle_for_s = *seconds;
+  }
+  if (!args.min_age.empty()) {
+    auto seconds = ParseDuration(args.min_age);
+    if (!seconds.ok()) return Fail(kExitUsage, "--min-age: " + seconds.error().message);
+    judge.min_age_s = *seconds;
   }
 
   // --- Settings: flags, then the config file, then the defaults ----------
@@ -94,6 +99,8 @@ int RunClean(const GlobalOptions& global, const CleanArgs& args) {
                 settings.error().message);
   }
   const act::ProtectedList protected_list(settings->protect);
+  // The diagnosis never calls a protected process idle: why says what clean does.
+  judge.protect = settings->protect;
   const std::string audit_path = settings->audit_path;
 
   // --- What is there -----------------------------------------------------

@@ -20,7 +20,8 @@ struct CleanArgs {
   bool kill = false;               // `kill`: act on `pids` as named.
   std::vector<pid_t> pids;         // kill: PID...; clean: --pid.
   std::vector<unsigned> gpus;      // clean: --gpu.
-  std::string idle_for;            // clean: --idle-for DURATION.
+  std::string idle_for;            // clean: --idle-for DURATION (idle time).
+  std::string min_age;             // clean: --min-age DURATION (run time).
   std::string min_vram;            // clean: --min-vram SIZE.
   std::vector<std::string> users;  // --user NAME|UID (root only).
   bool all_users = false;

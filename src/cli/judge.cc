@@ -100,7 +100,9 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
   Judged judged;
   diagnose::DiagnoseOptions& options = judged.options;
   FillCallerFacts(options, global.proc_root);
-  if (args.idle_min_age_s) options.idle_holder_min_age_s = *args.idle_min_age_s;
+  if (args.idle_for_s) options.idle_holder_min_idle_s = *args.idle_for_s;
+  if (args.min_age_s) options.idle_holder_min_age_s = *args.min_age_s;
+  options.protect = args.protect;
   if (!args.need.empty()) {
     auto need = diagnose::ParseNeed(args.need);
     if (!need.ok()) return MakeError("usage", "--need: " + need.error().message);
@@ -174,11 +176,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
     events = judged.kernel_log->events;
   }
 
-  judged.diagnosis = diagnose::Diagnose(judged.history, options, events);
+  // The daemon's history first: a holder's idle time is judged with it.
   if (args.history && args.from.empty()) {
     AskTrends(args.history_socket, judged.history.back(), judged);
-    if (judged.trends) diagnose::AddTrendEvidence(judged.diagnosis, *judged.trends);
+    if (judged.trends) options.activity_history = diagnose::ActivityHistoryOf(*judged.trends);
   }
+  judged.diagnosis = diagnose::Diagnose(judged.history, options, events);
+  if (judged.trends) diagnose::AddTrendEvidence(judged.diagnosis, *judged.trends);
   return judged;
 }
 

@@ -27,7 +27,11 @@ struct JudgeArgs {
   std::string kernel_log;  // --kernel-log FILE
   bool no_kernel_log = false;
   std::string since;  // --since DURATION: kernel-log events older than this are left out.
-  std::optional<double> idle_min_age_s;  // --idle-for
+  std::optional<double> idle_for_s;  // --idle-for: idle time that makes a holder idle.
+  std::optional<double> min_age_s;   // --min-age: run time an idle holder must have.
+  // Names protected beyond the known processes (config `protect`, --protect):
+  // never idle holders, as clean never signals them.
+  std::vector<std::string> protect;
   // Say what the window is doing on a terminal (stderr) while it samples
   // (cli/progress.h); the caller sets it for text output only.
   bool progress = false;
@@ -36,7 +40,9 @@ struct JudgeArgs {
   os::CommandRunner* slurm_runner = nullptr;
   SlurmNodeArgs slurm;
   // Ask gpuwardend (on this socket; "" = the usual place, queue::ResolveSocketPath)
-  // for the trends of its history when judging this machine live.
+  // for the trends of its history when judging this machine live: how long
+  // GPUs have sat idle or full, and each holder's idle time, which the
+  // diagnosis then judges with (DiagnoseOptions::activity_history).
   bool history = false;
   std::string history_socket;
 };

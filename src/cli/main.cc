@@ -21,6 +21,8 @@
 #include "cli/reset_command.h"
 #include "cli/slurm_queue_command.h"
 #include "cli/status_command.h"
+#include "cli/stop_path.h"
+#include "cli/terminal.h"
 #include "cli/watch_command.h"
 #include "cli/why_command.h"
 #include "nvml/probe.h"
@@ -93,8 +95,13 @@ int Main(int argc, char** argv) {
       ->type_name("SPEC")
       ->check(gw::cli::NonEmpty());
   why->add_flag("--nvlink", why_args.judge.nvlink, "The --need GPUs must be joined by NVLink");
-  why->add_option("--idle-for", why_args.judge.idle_min_age_s,
-                  "A holder at 0 % SM counts as idle once it has lived this long (default 10m)")
+  why->add_option("--idle-for", why_args.judge.idle_for_s,
+                  "A holder counts as idle once seen without GPU work this long (default 10m; "
+                  "gpuwardend's history, else the window)")
+      ->type_name("DURATION")
+      ->transform(gw::cli::Seconds(0.0, 1e9));
+  why->add_option("--min-age", why_args.judge.min_age_s,
+                  "An idle holder must also have run this long (default: no minimum)")
       ->type_name("DURATION")
       ->transform(gw::cli::Seconds(0.0, 1e9));
   why->add_flag("--json", why_args.json, "Machine-readable output (schema: docs/json.md)");
@@ -179,7 +186,13 @@ int Main(int argc, char** argv) {
       ->type_name("INDEX");
   clean
       ->add_option("--idle-for", clean_args.idle_for,
-                   "A holder at 0 % SM counts as idle once it has lived this long (default 10m)")
+                   "A holder counts as idle once seen without GPU work this long (default 10m; "
+                   "gpuwardend's history, else the window)")
+      ->type_name("DURATION")
+      ->check(gw::cli::Seconds(0, 1e9));
+  clean
+      ->add_option("--min-age", clean_args.min_age,
+                   "An idle holder must also have run this long (default: no minimum)")
       ->type_name("DURATION")
       ->check(gw::cli::Seconds(0, 1e9));
   clean->add_option("--min-vram", clean_args.min_vram, "Only holders of at least this much VRAM")
@@ -192,6 +205,9 @@ int Main(int argc, char** argv) {
       ->type_name("DURATION")
       ->transform(gw::cli::Seconds(0.0, 600.0))
       ->capture_default_str();
+  bool clean_no_history = false;
+  clean->add_flag("--no-history", clean_no_history,
+                  "Do not ask gpuwardend how long holders have been idle: judge from the window");
   // Holders are judged from NVML and /proc; the kernel log adds nothing here.
   clean_args.judge.no_kernel_log = true;
   for (auto [cmd, a] : {std::pair{clean, &clean_args}, std::pair{kill, &kill_args}}) {
@@ -325,6 +341,9 @@ int Main(int argc, char** argv) {
     why_args.judge.slurm_runner = &runner;
     why_args.judge.history = !why_no_history;
     why_args.judge.history_socket = socket;
+    auto protect = gw::cli::ConfiguredProtectNames();
+    if (!protect.ok()) return gw::cli::Fail(gw::cli::kExitBadInput, protect.error().message);
+    why_args.judge.protect = *protect;
     return gw::cli::RunWhy(global, why_args);
   }
   if (health->parsed()) {
@@ -335,7 +354,11 @@ int Main(int argc, char** argv) {
   }
   if (events->parsed()) return gw::cli::RunEvents(global, events_args);
   if (advise->parsed()) return gw::cli::RunAdvise(global, advise_args);
-  if (clean->parsed()) return gw::cli::RunClean(global, clean_args);
+  if (clean->parsed()) {
+    clean_args.judge.history = !clean_no_history;
+    clean_args.judge.history_socket = socket;
+    return gw::cli::RunClean(global, clean_args);
+  }
   if (kill->parsed()) return gw::cli::RunClean(global, kill_args);
   if (reset->parsed()) return gw::cli::RunReset(global, reset_args);
   if (cluster->parsed()) {

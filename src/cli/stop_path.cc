@@ -64,6 +64,14 @@ void AddStopFlags(CLI::App& command, StopFlags& flags) {
       ->type_name("FILE");
 }
 
+Result<std::vector<std::string>> ConfiguredProtectNames() {
+  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
+  auto config =
+      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  if (!config.ok()) return MakeError("bad_input", config.error().message);
+  return config->clean.protect;
+}
+
 Result<StopSettings> ResolveStopSettings(const StopFlags& flags) {
   auto first_signal = act::ParseStopSignal(flags.signal);
   if (!first_signal.ok()) return MakeError("usage", first_signal.error().message);

@@ -67,6 +67,11 @@ act::FileAuditLog OpenAuditLog(const StopSettings& settings);
 // (the config file, or its audit_log's directory missing).
 Result<StopSettings> ResolveStopSettings(const StopFlags& flags);
 
+// The administrator's protected names of the config file ([clean] protect),
+// for `why`, which leaves them alone as clean does. Errors: the config file's
+// ("bad_input" wording, naming the file).
+Result<std::vector<std::string>> ConfiguredProtectNames();
+
 // Every process on the host, read under `deadline_ms`: a process wedged in
 // the driver with its memory-map lock held can block a /proc read. nullopt
 // when the read did not finish in time.

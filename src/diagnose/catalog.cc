@@ -69,13 +69,18 @@ constexpr FindingSpec kSpecs[] = {
                    "torch.cuda.empty_cache())\n"
                    "admin: reclaim it after asking the owner: gpuwarden clean --pid <pid>",
      .explanation =
-         "The process holds at least 1 GiB on the GPU, its SM use was 0 % in every sample "
-         "where the driver reported it, and it has lived at least 10 minutes (or the window is "
-         "that long). The classic case is a Jupyter kernel that loaded a model two days ago "
-         "and keeps 70 GiB while its owner is away.\n\n"
+         "The process holds at least 1 GiB on the GPU and has been seen without GPU work for "
+         "at least 10 minutes (--idle-for): its idle time, measured, never its age. Idle time "
+         "comes from gpuwardend's history when a daemon runs (per process where NVML gives "
+         "per-process utilisation, else from the GPU's utilisation: a GPU at or below 5 % had "
+         "every holder idle), else from the looks of this command (why's 3 s window, --window "
+         "10m); the evidence says which (idle_source) and how long it could see (idle_seen). A "
+         "look that cannot tell breaks the idle run as work does. The classic case is a Jupyter "
+         "kernel that loaded a model two days ago and keeps 70 GiB while its owner is away.\n\n"
          "The memory is allocated but unused: the capacity can be reclaimed by the owner (or an "
-         "administrator) without hurting running work. When SM use is unknown (MIG, old "
-         "drivers, offline dumps) the rule does not guess."},
+         "administrator) without hurting running work. A protected process (its executable or "
+         "systemd unit, never the name it gives itself; docs/cleanup.md) is never an idle "
+         "holder. --min-age adds a minimum run time."},
     {.code = "HOLDER_IDLE_ONE_SAMPLE",
      .severity = S::kInfo,
      .category = C::kHolder,
@@ -90,10 +95,29 @@ constexpr FindingSpec kSpecs[] = {
          "sample there is (an offline dump, why --now). It may be idle, or a job between two "
          "steps (loading data, checkpointing, waiting at a barrier): one sample cannot tell, "
          "and an offline dump has neither the process's age nor its own SM use; a live look "
-         "reports it when the process is not known to have lived 10 minutes. The memory is "
-         "live work until a window of samples shows it idle (IDLE_HOLDER): it is never counted "
+         "(why --now) reports it unless gpuwardend's history shows the holder idle for the idle "
+         "time. The memory is live work until it has been seen idle that long (IDLE_HOLDER, "
+         "HOLDER_IDLE_SHORT): it is never counted "
          "as reclaimable, and the GPU's verdict follows its memory like any other. Memory held "
          "with no process listed, in the same situation, is HIDDEN_USE."},
+    {.code = "HOLDER_IDLE_SHORT",
+     .severity = S::kInfo,
+     .category = C::kHolder,
+     .implies = V::kOk,
+     .actor = A::kOwner,
+     .title = "A process holds GPU memory and was seen idle, but not for long enough",
+     .next_steps = "Look longer before calling it idle: gpuwarden why --window 10m\n"
+                   "gpuwardend's history tells at once: systemctl start gpuwardend\n"
+                   "gpuwarden status --gpu <gpu>",
+     .explanation =
+         "The process holds at least 1 GiB and did no GPU work in what was seen, but was seen "
+         "idle for less than the idle time (10 minutes, --idle-for), or has run less than "
+         "--min-age. A training run paused for a checkpoint, an evaluation on the CPU or a "
+         "stalled data loader looks the same for minutes: it is live work until it has been "
+         "seen idle for the whole idle time. Without gpuwardend, the idle time seen is this "
+         "command's window (3 s by default); with it, its history (per process, or per GPU) "
+         "reaches back as far as the daemon has watched. The memory is never counted as "
+         "reclaimable, and clean does not act on it."},
     {.code = "ORPHAN_HOLDER",
      .severity = S::kWarning,
      .category = C::kHolder,
@@ -119,17 +143,21 @@ constexpr FindingSpec kSpecs[] = {
      .implies = V::kReclaimable,
      .actor = A::kOwner,
      .title = "A zombie process is listed on the GPU; kill cannot remove it",
-     .next_steps = "Its parent must reap it: end or restart the parent: gpuwarden kill <ppid>\n"
-                   "admin: if the parent is init or the memory stays held after the parent is "
-                   "gone, reset the GPU when no other process uses it: sudo nvidia-smi -r -i "
-                   "<gpu>, else reboot",
+     .next_steps = "End the processes of its run that inherited the device file: kill -- -<pgid>\n"
+                   "See what holds the GPU now: gpuwarden status --gpu <gpu>\n"
+                   "admin: if nothing else holds it and the memory stays held for minutes, reset "
+                   "the GPU when no other process uses it: sudo nvidia-smi -r -i <gpu>, else "
+                   "reboot",
      .explanation =
-         "The process has exited (state Z) but its parent has not collected its exit status, "
-         "and the driver still lists it on the GPU. A signal cannot end what has already "
-         "ended: kill does nothing. Its parent must reap it (wait), which it does when it is "
-         "fixed, restarted or ended; init then reaps the zombie.\n\n"
-         "If the memory is still held after that, the GPU context was not torn down: an "
-         "administrator must reset the GPU or reboot."},
+         "The process has exited (state Z) and the driver still lists it on the GPU. A zombie "
+         "has closed all its files: a signal cannot end what has already ended, and reaping it "
+         "(its parent's wait) removes the process entry but frees no GPU memory. The memory is "
+         "held either by processes that inherited the GPU's device file from it (data-loader "
+         "workers forked after CUDA started, still in its process group: the finding names "
+         "them, and ending them frees the GPU), or by the driver tearing the context down, "
+         "which can take seconds for a large context.\n\n"
+         "If nothing else holds the device file and the memory stays held, the context was not "
+         "torn down: an administrator must reset the GPU or reboot."},
     {.code = "UNINTERRUPTIBLE_HOLDER",
      .severity = S::kCritical,
      .category = C::kHolder,

@@ -104,16 +104,17 @@ TEST(CatalogTest, ExpandStepsFillsAndDrops) {
   const FindingSpec& spec = *FindSpec("ZOMBIE_HOLDER");
   StepValues values;
   values.gpu = "3";
-  values.ppid = 4200;
+  values.pgid = 4200;
   std::vector<std::string> steps = ExpandSteps(spec, values);
-  ASSERT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps[0], "Its parent must reap it: end or restart the parent: gpuwarden kill 4200");
-  EXPECT_NE(steps[1].find("sudo nvidia-smi -r -i 3"), std::string::npos);
-  // Without a parent to name, the step that needs it is dropped.
-  values.ppid.reset();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0], "End the processes of its run that inherited the device file: kill -- -4200");
+  EXPECT_EQ(steps[1], "See what holds the GPU now: gpuwarden status --gpu 3");
+  EXPECT_NE(steps[2].find("sudo nvidia-smi -r -i 3"), std::string::npos);
+  // Without a process group to name, the step that needs it is dropped.
+  values.pgid.reset();
   steps = ExpandSteps(spec, values);
-  ASSERT_EQ(steps.size(), 1u);
-  EXPECT_EQ(steps[0].find("<"), std::string::npos);
+  ASSERT_EQ(steps.size(), 2u);
+  for (const std::string& step : steps) EXPECT_EQ(step.find("<"), std::string::npos);
 }
 
 TEST(CatalogTest, SplitSteps) {

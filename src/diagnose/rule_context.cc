@@ -355,6 +355,15 @@ std::string UnreadReason(const Gpu& gpu, bool probe_timed_out) {
   return "NVML did not give its utilisation";
 }
 
+const ActivityLog& RuleContext::Activity() const {
+  if (!activity_) {
+    ActivityLog log;
+    for (const Snapshot& look : history_) ObserveLook(log, look, options_);
+    activity_ = std::move(log);
+  }
+  return *activity_;
+}
+
 const XidIncidents& RuleContext::Incidents() const {
   if (!incidents_) incidents_ = BuildXidIncidents(history_, events_, options_.events);
   return *incidents_;

@@ -15,6 +15,7 @@
 #include "core/snapshot.h"
 #include "diagnose/catalog.h"
 #include "diagnose/finding.h"
+#include "diagnose/idle_time.h"
 #include "diagnose/memory_health.h"
 #include "diagnose/rules.h"
 #include "diagnose/xid_incidents.h"
@@ -81,6 +82,9 @@ class RuleContext {
   // The memory judgement of latest().gpus[i] (memory_health.h), from its
   // counters and its current incidents. Built once for every GPU.
   const MemoryHealth& Memory(size_t i) const;
+  // What the looks of the history saw of each holder's work (idle_time.h).
+  // Built once.
+  const ActivityLog& Activity() const;
 
  private:
   std::span<const Snapshot> history_;
@@ -93,6 +97,7 @@ class RuleContext {
   mutable Opt<std::vector<HolderGroup>> holder_groups_;
   mutable Opt<XidIncidents> incidents_;
   mutable Opt<std::vector<MemoryHealth>> memory_;
+  mutable Opt<ActivityLog> activity_;
 };
 
 // Positions in snapshot.gpus of the GPUs whose <snapshot.device_dir>/nvidiaN

@@ -55,7 +55,9 @@ const std::vector<Rule>& Rules() {
       {"zombie_holder", internal::RuleZombieHolder, {"ZOMBIE_HOLDER"}},
       {"uninterruptible_holder", internal::RuleUninterruptibleHolder, {"UNINTERRUPTIBLE_HOLDER"}},
       {"orphan_holder", internal::RuleOrphanHolder, {"ORPHAN_HOLDER"}},
-      {"idle_holder", internal::RuleIdleHolder, {"IDLE_HOLDER", "HOLDER_IDLE_ONE_SAMPLE"}},
+      {"idle_holder",
+       internal::RuleIdleHolder,
+       {"IDLE_HOLDER", "HOLDER_IDLE_ONE_SAMPLE", "HOLDER_IDLE_SHORT"}},
       {"invisible_holder", internal::RuleInvisibleHolder, {"INVISIBLE_HOLDER", "HIDDEN_USE"}},
       {"unlisted_device_holder", internal::RuleUnlistedDeviceHolder, {"UNLISTED_DEVICE_HOLDER"}},
       {"foreign_pid", internal::RuleForeignPid, {"GONE_PROCESS_HOLDER", "FOREIGN_PID"}},
@@ -150,12 +152,43 @@ std::string FormatNeed(const NeedRequest& need) {
   return text;
 }
 
+namespace {
+
+// The catalog's steps, fitted to who runs gpuwarden and where (a live look
+// only: a dump is read by someone elsewhere). Root needs no sudo, and "run it
+// as root" tells root nothing; "In a container:" speaks to a caller in one.
+void FitStepsToCaller(std::vector<Finding>& findings, const DiagnoseOptions& o) {
+  constexpr std::string_view kSudo = "sudo ";
+  for (Finding& f : findings) {
+    std::vector<std::string> kept;
+    for (std::string& step : f.next_steps) {
+      if (!o.in_container && step.starts_with("In a container:")) continue;
+      if (o.caller_is_root) {
+        if (step.find("sudo gpuwarden why") != std::string::npos) continue;
+        for (size_t at = step.find(kSudo); at != std::string::npos; at = step.find(kSudo, at)) {
+          // Only a command's own "sudo ": at the start, or after ": ".
+          if (at == 0 || step.compare(at - 2, 2, ": ") == 0) {
+            step.erase(at, kSudo.size());
+          } else {
+            at += kSudo.size();
+          }
+        }
+      }
+      kept.push_back(std::move(step));
+    }
+    f.next_steps = std::move(kept);
+  }
+}
+
+}  // namespace
+
 std::vector<Finding> RunRules(std::span<const Snapshot> history, const DiagnoseOptions& options,
                               std::span<const kmsg::KernelEvent> kernel_events) {
   std::vector<Finding> findings;
   if (history.empty()) return findings;
   internal::RuleContext ctx(history, options, kernel_events);
   for (const Rule& rule : Rules()) rule.run(ctx, findings);
+  if (ctx.live()) FitStepsToCaller(findings, options);
   return findings;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "core/snapshot.h"
 #include "core/units.h"
 #include "diagnose/finding.h"
+#include "diagnose/idle_time.h"
 #include "kmsg/event_age.h"
 #include "kmsg/kernel_event.h"
 
@@ -57,9 +59,13 @@ struct DiagnoseOptions {
   uint64_t free_used_min_bytes = uint64_t{256} << 20;
   // COMPUTE_SATURATED: utilisation >= this in every sample (one process is enough).
   double saturated_util_pct = 90;
-  // IDLE_HOLDER: holds >= this, SM 0 % in every known sample, lived >= idle_holder_min_age_s.
+  // IDLE_HOLDER: holds >= this and was seen without GPU work for at least
+  // idle_holder_min_idle_s (idle_time.h: measured, never the process's age),
+  // and has run at least idle_holder_min_age_s (0: no minimum beyond the
+  // idle time, which never exceeds the age).
   uint64_t idle_holder_min_bytes = kGiB;
-  double idle_holder_min_age_s = 600;
+  double idle_holder_min_idle_s = 600;
+  double idle_holder_min_age_s = 0;
   // INVISIBLE_HOLDER: used >= this with no process listed.
   uint64_t invisible_min_bytes = kGiB;
   // UNINTERRUPTIBLE_HOLDER: D state over a window at least this long (2+ samples).
@@ -94,6 +100,13 @@ struct DiagnoseOptions {
   // (proc::ProcReader::ShowsEveryHostProcess): a PID the driver lists and
   // /proc lacks has ended (GONE_PROCESS_HOLDER), not hidden elsewhere.
   bool proc_shows_every_process = false;
+
+  // What gpuwardend's history says about the time before the looks judged
+  // (idle_time.h): how long each holder has been idle. Null: no history.
+  std::shared_ptr<const ActivityHistory> activity_history;
+  // Names the administrator protects beyond the known processes (config
+  // `protect`, --protect): proc::IsProtected's rule, which clean applies too.
+  std::vector<std::string> protect;
 
   // Which kernel-log events are current (the running boot, --since, the age
   // limit): kmsg/event_age.h. The reference time is the latest snapshot's.

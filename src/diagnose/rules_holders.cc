@@ -71,6 +71,25 @@ bool IsService(const Holding& h) {
   return KnownHolder(h.host, h.listed).has_value();
 }
 
+// Never reclaimable, by the one protection rule clean applies too
+// (proc::ProtectedName: the executable and the systemd unit, never the name
+// a process gives itself), or a graphics context.
+bool IsProtected(const RuleContext& ctx, const Holding& h) {
+  if (IsService(h)) return true;
+  return h.host != nullptr && proc::ProtectedName(*h.host, ctx.options().protect).has_value();
+}
+
+// The idle time and where it was seen: "idle_for" (seconds), "idle_source"
+// (window, process_history, gpu_history) and "idle_seen" (how long the
+// source watched the holder).
+void AddIdleEvidence(Finding& f, const IdleTime& idle) {
+  f.evidence.push_back(NumberEvidence("idle_for", idle.idle_s, "s", IdleTimeText(idle)));
+  f.evidence.push_back(TextEvidence("idle_source", std::string(IdleSourceName(idle.source))));
+  f.evidence.push_back(NumberEvidence(
+      "idle_seen", idle.seen_s, "s",
+      fmt::format("{} ({})", FormatDuration(idle.seen_s), IdleSourceText(idle.source))));
+}
+
 void AddHeld(Finding& f, Opt<uint64_t> bytes) {
   if (bytes) {
     f.evidence.push_back(BytesEvidence(std::string(kHeldEvidence), *bytes));
@@ -123,22 +142,50 @@ void RuleZombieHolder(const RuleContext& ctx, std::vector<Finding>& out) {
     const Holding& h = *hp;
     if (!IsZombie(ctx, h)) continue;
     const HostProcess& host = *h.host;
-    const bool reaper_parent = !host.ppid || *host.ppid == 1;
-    std::string parent = host.ppid ? fmt::format("PID {} ({})", *host.ppid,
-                                                 host.parent_comm ? Safe(*host.parent_comm) : "?")
-                                   : "its parent";
+    // A zombie has closed its files: the memory is held by a process that
+    // inherited the GPU's device file (a worker forked after CUDA started,
+    // still in its process group), or by the driver tearing the context down
+    // (or keeping it). Reaping the zombie frees nothing.
+    std::vector<pid_t> inheritors;
+    if (host.pgid) {
+      for (const auto& [pid, other] : ctx.latest().processes) {
+        if (pid == h.pid || other.pgid != host.pgid || other.state == ProcessState::kZombie) {
+          continue;
+        }
+        for (size_t held : HeldGpus(ctx.latest(), other)) {
+          if (held == h.gpu_i) inheritors.push_back(pid);
+        }
+      }
+    }
+    const std::string holds_now =
+        !inheritors.empty()
+            ? fmt::format(
+                  "PID{} {} of its process group {} still hold{} {}, inherited from it: "
+                  "end {} to free the GPU",
+                  inheritors.size() == 1 ? "" : "s", fmt::join(inheritors, ", "), *host.pgid,
+                  inheritors.size() == 1 ? "s" : "", DeviceFiles(ctx.latest()),
+                  inheritors.size() == 1 ? "it" : "them")
+        : ctx.latest().processes_scanned
+            ? std::string(
+                  "no other process holds its device file: the driver is tearing its "
+                  "context down, or has kept it (a reset frees it)")
+            : std::string(
+                  "either another process inherited its device file or the driver is "
+                  "tearing its context down");
     std::string message = fmt::format(
-        "{} {} but has exited (zombie); kill cannot help. {}",
-        ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
-        reaper_parent
-            ? "Its parent is init, which reaps at once: the driver still holds the context"
-            : fmt::format("Its parent {} has not reaped it", parent));
+        "{} {} but has exited (zombie): it has closed its files, so kill cannot help "
+        "and reaping it frees nothing; {}",
+        ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus), holds_now);
     Finding f =
         MakeFinding("ZOMBIE_HOLDER", gpus, {h.pid}, std::move(message), Gib(h.bytes().value_or(0)));
     AddHeld(f, h.bytes());
     AddProcessEvidence(ctx, f, h);
+    if (!inheritors.empty()) {
+      f.evidence.push_back(
+          TextEvidence("inherited_by", fmt::format("{}", fmt::join(inheritors, ", "))));
+    }
     StepValues values;
-    if (!reaper_parent) values.ppid = *host.ppid;
+    if (!inheritors.empty()) values.pgid = *host.pgid;
     AddCatalogSteps(f, values);
     out.push_back(std::move(f));
   }
@@ -172,7 +219,7 @@ void RuleOrphanHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   if (!ctx.latest().processes_scanned) return;
   for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
-    if (IsZombie(ctx, h) || IsStuck(ctx, h) || !IsOrphan(ctx, h)) continue;
+    if (IsZombie(ctx, h) || IsStuck(ctx, h) || !IsOrphan(ctx, h) || IsProtected(ctx, h)) continue;
     const HostProcess& host = *h.host;
     std::string adopter =
         *host.ppid == 1
@@ -209,9 +256,10 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
   for (const auto& [hp, gpus] : ctx.HolderGroups()) {
     const Holding& h = *hp;
     if (h.listed == nullptr || !h.bytes() || *h.bytes() < o.idle_holder_min_bytes) continue;
-    // A display server, the MPS server, NVIDIA's daemons: live services whose
-    // memory is theirs to hold (GRAPHICS_HOLDER, MPS_SERVER_HOLDER), never reclaimable.
-    if (IsService(h)) continue;
+    // A display server, the MPS server, NVIDIA's daemons, the administrator's
+    // protected names: live services whose memory is theirs to hold
+    // (GRAPHICS_HOLDER, MPS_SERVER_HOLDER), never reclaimable.
+    if (IsProtected(ctx, h)) continue;
     if (latest.processes_scanned && (IsZombie(ctx, h) || IsStuck(ctx, h) || IsOrphan(ctx, h))) {
       continue;
     }
@@ -220,19 +268,37 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
         (h.host->state == ProcessState::kDiskSleep || h.host->state == ProcessState::kZombie)) {
       continue;
     }
-    ProcessWindow pw = ProcessOverWindow(ctx, h.gpu_i, h.pid, h.hint);
-    // Idle long enough: a freshly started job loading its model also sits at 0 %.
     const Opt<double> age = h.host != nullptr ? h.host->age_s : std::nullopt;
-    const double lived = age ? *age : ctx.window_s();
-    if (ctx.samples() == 1 && (pw.sm_known == 0 || lived < o.idle_holder_min_age_s)) {
-      // One sample without the process's own SM use (an offline dump), or of
-      // a process not known to have lived long, cannot prove a holder idle (a
-      // job between two steps reads 0 % too), nor call its memory
-      // reclaimable: say what it shows.
-      const Gpu& gpu = latest.gpus[h.gpu_i];
+    const Opt<IdleTime> idle =
+        HolderIdleTime(ctx.Activity(), o.activity_history.get(), h.gpu, h.pid,
+                       h.host != nullptr ? h.host->start_ticks : std::nullopt, age);
+    // Idle in the latest look, as far as it could tell.
+    if (!idle || !idle->idle_now) continue;
+    const bool old_enough =
+        o.idle_holder_min_age_s <= 0 || (age && *age >= o.idle_holder_min_age_s);
+    if (idle->idle_s >= o.idle_holder_min_idle_s && old_enough) {
+      Finding f = MakeFinding(
+          "IDLE_HOLDER", gpus, {h.pid},
+          fmt::format("{} {} and has done no GPU work: {}{}",
+                      ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
+                      IdleTimeText(*idle),
+                      age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
+          Gib(*h.bytes()));
+      AddHeld(f, h.bytes());
+      AddIdleEvidence(f, *idle);
+      AddProcessEvidence(ctx, f, h);
+      AddOwnershipStep(ctx, f, h);
+      AddCatalogSteps(f);
+      out.push_back(std::move(f));
+      continue;
+    }
+    const Gpu& gpu = latest.gpus[h.gpu_i];
+    if (ctx.samples() == 1 && idle->source == IdleSource::kWindow) {
+      // One sample cannot prove a holder idle (a job between two steps reads
+      // 0 % too), nor call its memory reclaimable: say what it shows.
       const bool gpu_idle =
           gpu.utilization_gpu_pct && *gpu.utilization_gpu_pct <= o.idle_util_max_pct;
-      if (!gpu_idle || pw.sm_busy > 0) continue;
+      if (!gpu_idle) continue;
       Finding f = MakeFinding(
           "HOLDER_IDLE_ONE_SAMPLE", gpus, {h.pid},
           fmt::format("{} {} at {} % utilisation in this sample: it may be idle, which one sample "
@@ -249,25 +315,54 @@ void RuleIdleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       out.push_back(std::move(f));
       continue;
     }
-    if (pw.sm_known == 0 || pw.sm_busy > 0) continue;
-    if (lived < o.idle_holder_min_age_s) continue;
-
-    Finding f = MakeFinding(
-        "IDLE_HOLDER", gpus, {h.pid},
-        fmt::format("{} {} and did no GPU work (SM 0 % in {} of {} samples){}",
-                    ProcessText(ctx.latest(), h.pid, h.host, h.listed), HeldText(ctx, h, gpus),
-                    pw.sm_known, pw.present,
-                    age ? fmt::format("; it has run for {}", FormatDuration(*age)) : ""),
-        Gib(*h.bytes()));
+    // Seen idle, but not for as long as idle means: live work until shown otherwise.
+    const std::string short_of =
+        idle->idle_s < o.idle_holder_min_idle_s
+            ? fmt::format("a holder counts as idle after {} without work",
+                          FormatDuration(o.idle_holder_min_idle_s))
+            : fmt::format("a holder counts as idle only once it has run {}",
+                          FormatDuration(o.idle_holder_min_age_s));
+    Finding f =
+        MakeFinding("HOLDER_IDLE_SHORT", gpus, {h.pid},
+                    fmt::format("{} {} and has done no GPU work, but only as far as seen: {}; {}",
+                                ProcessText(latest, h.pid, h.host, h.listed),
+                                HeldText(ctx, h, gpus), IdleTimeText(*idle), short_of),
+                    Gib(*h.bytes()) / 10);
     AddHeld(f, h.bytes());
-    f.evidence.push_back(
-        NumberEvidence("sm_max", pw.sm_max, "%",
-                       fmt::format("{} % (max over {} samples)", pw.sm_max, pw.sm_known)));
+    AddIdleEvidence(f, *idle);
     AddProcessEvidence(ctx, f, h);
-    AddOwnershipStep(ctx, f, h);
     AddCatalogSteps(f);
     out.push_back(std::move(f));
   }
+}
+
+// What keeps the latest look from seeing every holder of the host, though
+// root looked: "" when nothing does. Before "nothing holds it" can be said,
+// /proc must show every process of the host, the scan of it must have
+// finished, and every PID the driver lists must be in it.
+std::string BlindSpot(const RuleContext& ctx) {
+  const Snapshot& latest = ctx.latest();
+  if (!latest.processes_scanned) return "the processes were not scanned";
+  for (const ProbeError& e : latest.errors) {
+    if (e.source == "proc") return "the scan of /proc did not finish";
+  }
+  std::set<pid_t> foreign;
+  for (const Gpu& g : latest.gpus) {
+    for (const GpuProcess& p : g.processes) {
+      if (latest.processes.count(p.pid) == 0) foreign.insert(p.pid);
+    }
+  }
+  if (!foreign.empty()) {
+    return fmt::format(
+        "PID{} {} listed by the driver {} not in this /proc: processes of another "
+        "PID namespace are present",
+        foreign.size() == 1 ? "" : "s", fmt::join(foreign, ", "),
+        foreign.size() == 1 ? "is" : "are");
+  }
+  if (!ctx.options().proc_shows_every_process) {
+    return "this /proc does not show every process of the host";
+  }
+  return "";
 }
 
 void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
@@ -348,6 +443,10 @@ void RuleInvisibleHolder(const RuleContext& ctx, std::vector<Finding>& out) {
       likeliest =
           "processes of other users hidden from you (hidepid or unreadable /proc/PID/fd); run "
           "sudo gpuwarden why to see them";
+    } else if (const std::string blind = BlindSpot(ctx); !blind.empty()) {
+      // "Nothing holds it" needs a view of everything: say what was not seen.
+      likeliest =
+          fmt::format("a holder this view cannot see ({}), or memory leaked in the driver", blind);
     } else {
       likeliest =
           "memory leaked in the driver: nothing on this host holds the GPU; an administrator "

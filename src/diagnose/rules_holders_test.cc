@@ -41,34 +41,178 @@ bool HasStep(const Finding& f, std::string_view text) {
   return false;
 }
 
+// gpuwardend's looks: `pid` on `gpu` seen since `first_seen_ago_s` before
+// `s`, idle since `idle_ago_s` before it (unset: at work in its last look).
+DiagnoseOptions WithHistory(const Snapshot& s, unsigned gpu, pid_t pid, double first_seen_ago_s,
+                            Opt<double> idle_ago_s, bool per_process = true) {
+  auto h = std::make_shared<ActivityHistory>();
+  h->as_of_ms = s.time_unix_ms;
+  for (const Gpu& g : s.gpus) h->gpus.push_back(g.index);
+  HolderActivity a;
+  a.gpu = gpu;
+  a.pid = pid;
+  a.first_seen_ms = s.time_unix_ms - static_cast<int64_t>(first_seen_ago_s * 1000);
+  a.last_seen_ms = s.time_unix_ms;
+  if (idle_ago_s) {
+    a.idle_since_ms = s.time_unix_ms - static_cast<int64_t>(*idle_ago_s * 1000);
+    if (*idle_ago_s < first_seen_ago_s) a.last_work_ms = *a.idle_since_ms - 1000;
+  } else {
+    a.last_work_ms = s.time_unix_ms;
+  }
+  a.idle_per_process = per_process;
+  h->holders.push_back(a);
+  DiagnoseOptions o;
+  o.activity_history = h;
+  return o;
+}
+
 TEST(IdleHolderTest, JupyterKernel) {
-  auto findings = RunRules(Window(JupyterServer(), 3), {});
+  // gpuwardend has watched it idle for two hours.
+  const Snapshot s = JupyterServer();
+  auto findings = RunRules(Window(s, 3), WithHistory(s, 3, 4242, 7200, 7200));
   ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "IDLE_HOLDER");
   EXPECT_THAT(f.gpus, ElementsAre(3));
   EXPECT_THAT(f.pids, ElementsAre(4242));
   EXPECT_EQ(f.implies, Verdict::kReclaimable);
   EXPECT_EQ(f.message,
-            "PID 4242 python3 (alice, jupyter.service) holds 70 GiB on GPU 3 and did no GPU work "
-            "(SM 0 % in 3 of 3 samples); it has run for 2d 4h");
+            "PID 4242 python3 (alice, jupyter.service) holds 70 GiB on GPU 3 and has done no GPU "
+            "work: idle for at least 2h (gpuwardend's per-process history); it has run for 2d 4h");
   EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 70.0 * kGiB);
+  EXPECT_NEAR(*EvidenceNumber(f, "idle_for"), 7200, 1);
   EXPECT_NEAR(f.impact, 70, 1e-9);
   EXPECT_TRUE(HasStep(f, "gpuwarden clean --pid 4242 --dry-run"));
   EXPECT_TRUE(HasStep(f, "gpuwarden kill 4242"));
 }
 
-TEST(IdleHolderTest, OneSampleIsEnough) {
-  EXPECT_EQ(Count(RunOne(JupyterServer()), "IDLE_HOLDER"), 1u);
+// The case: a two-hour run that paused a minute ago (a checkpoint)
+// sits at 0 % in the window; its age says nothing about its idle time.
+TEST(IdleHolderTest, APauseWithinATwoHourRunIsNotIdle) {
+  const Snapshot s = JupyterServer();
+  const DiagnoseOptions o = WithHistory(s, 3, 4242, 7200, 60);
+  auto findings = RunRules(Window(s, 7, 500), o);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+  ASSERT_EQ(Count(findings, "HOLDER_IDLE_SHORT"), 1u);
+  const Finding& f = *Find(findings, "HOLDER_IDLE_SHORT");
+  EXPECT_THAT(f.message, HasSubstr("idle for 1m (gpuwardend's per-process history)"));
+  EXPECT_THAT(f.message, HasSubstr("a holder counts as idle after 10m without work"));
+  EXPECT_NEAR(*EvidenceNumber(f, "idle_for"), 60, 1);
+  EXPECT_EQ(f.implies, Verdict::kOk);
+  const Diagnosis d = Diagnose(Window(s, 7, 500), o);
+  EXPECT_NE(d.server, Verdict::kReclaimable);
+  // Without a daemon the window is all that was seen: 3 s, not 10 minutes.
+  auto alone = RunRules(Window(s, 7, 500), {});
+  EXPECT_EQ(Count(alone, "IDLE_HOLDER"), 0u);
+  ASSERT_EQ(Count(alone, "HOLDER_IDLE_SHORT"), 1u);
+  EXPECT_THAT(Find(alone, "HOLDER_IDLE_SHORT")->message,
+              HasSubstr("idle for at least 3s (this look's samples)"));
+  // Asked for less (--idle-for 2s): the window shows that much.
+  DiagnoseOptions brief;
+  brief.idle_holder_min_idle_s = 2;
+  EXPECT_EQ(Count(RunRules(Window(s, 7, 500), brief), "IDLE_HOLDER"), 1u);
+}
+
+// At work in the daemon's last look, just before the window: not idle.
+TEST(IdleHolderTest, WorkJustBeforeTheWindowIsNotIdle) {
+  const Snapshot s = JupyterServer();
+  auto findings = RunRules(Window(s, 7, 500), WithHistory(s, 3, 4242, 7200, std::nullopt));
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+  EXPECT_THAT(Find(findings, "HOLDER_IDLE_SHORT")->message, HasSubstr("idle for 3s"));
+}
+
+TEST(IdleHolderTest, OneLookWithHistoryIsEnough) {
+  const Snapshot s = JupyterServer();
+  EXPECT_EQ(Count(RunOne(s, WithHistory(s, 3, 4242, 7200, 7200)), "IDLE_HOLDER"), 1u);
+  EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(RunOne(s), "HOLDER_IDLE_ONE_SAMPLE"), 1u);
+}
+
+// The daemon's per-process log reaches back to its start; the GPU's own
+// history (held and idle since) reaches further, never past the process's age.
+TEST(IdleHolderTest, TheGpusHistoryReachesFurtherBoundedByAge) {
+  Snapshot s = JupyterServer();
+  DiagnoseOptions o = WithHistory(s, 3, 4242, 300, 300);  // Restarted 5 minutes ago.
+  auto h = std::make_shared<ActivityHistory>(*o.activity_history);
+  h->gpu_idle[3] = GpuIdleRun{s.time_unix_ms - 3 * 3600 * 1000, false};
+  o.activity_history = h;
+  auto findings = RunRules(Window(s, 3), o);
+  ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+  const Finding& f = *Find(findings, "IDLE_HOLDER");
+  EXPECT_NEAR(*EvidenceNumber(f, "idle_for"), 3 * 3600, 1);
+  EXPECT_THAT(f.message, HasSubstr("idle for 3h (gpuwardend's history of the GPU's utilisation)"));
+  // A process 20 minutes old has been idle 20 minutes at most.
+  s.processes[4242].age_s = 1200;
+  auto young = RunRules(Window(s, 3), o);
+  ASSERT_EQ(Count(young, "IDLE_HOLDER"), 1u);
+  EXPECT_NEAR(*EvidenceNumber(*Find(young, "IDLE_HOLDER"), "idle_for"), 1200, 1);
+  EXPECT_THAT(Find(young, "IDLE_HOLDER")->message, HasSubstr("all its life"));
+}
+
+// A history that ends long before the window, or of another process under
+// the same PID, says nothing about this one.
+TEST(IdleHolderTest, StaleOrReusedHistoryIsNotUsed) {
+  Snapshot s = JupyterServer();
+  s.processes[4242].start_ticks = 111;
+  DiagnoseOptions o = WithHistory(s, 3, 4242, 7200, 7200);
+  auto stale = std::make_shared<ActivityHistory>(*o.activity_history);
+  stale->as_of_ms -= 600'000;
+  stale->holders[0].last_seen_ms -= 600'000;
+  DiagnoseOptions old_history;
+  old_history.activity_history = stale;
+  EXPECT_EQ(Count(RunRules(Window(s, 3), old_history), "IDLE_HOLDER"), 0u);
+  auto reused = std::make_shared<ActivityHistory>(*o.activity_history);
+  reused->holders[0].start_ticks = 99;
+  DiagnoseOptions other_process;
+  other_process.activity_history = reused;
+  EXPECT_EQ(Count(RunRules(Window(s, 3), other_process), "IDLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(RunRules(Window(s, 3), o), "IDLE_HOLDER"), 1u);
+}
+
+// --min-age: idle long enough, but has not run long enough.
+TEST(IdleHolderTest, MinimumAgeIsSeparate) {
+  const Snapshot s = JupyterServer();
+  DiagnoseOptions o = WithHistory(s, 3, 4242, 7200, 7200);
+  o.idle_holder_min_age_s = 3 * 86400;
+  auto findings = RunRules(Window(s, 3), o);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+  EXPECT_THAT(Find(findings, "HOLDER_IDLE_SHORT")->message,
+              HasSubstr("a holder counts as idle only once it has run 3d"));
 }
 
 TEST(IdleHolderTest, NotYoursSaysWhomToAsk) {
-  DiagnoseOptions o;
+  const Snapshot s = JupyterServer();
+  DiagnoseOptions o = WithHistory(s, 3, 4242, 7200, 7200);
   o.caller_uid = 1002;
-  auto findings = RunOne(JupyterServer(), o);
+  auto findings = RunOne(s, o);
   ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
   EXPECT_TRUE(HasStep(*Find(findings, "IDLE_HOLDER"), "It is not yours: ask alice"));
   o.caller_uid = 1001;
-  EXPECT_FALSE(HasStep(*Find(RunOne(JupyterServer(), o), "IDLE_HOLDER"), "not yours"));
+  EXPECT_FALSE(HasStep(*Find(RunOne(s, o), "IDLE_HOLDER"), "not yours"));
+}
+
+// `exec -a Xorg sleep`: argv[0] and comm say Xorg, the executable says sleep.
+// The kernel's word decides, in why as in clean (act/plan_test.cc).
+TEST(IdleHolderTest, ARenamedProcessIsJudgedByItsExecutable) {
+  Snapshot s = JupyterServer();
+  HostProcess& p = s.processes[4242];
+  p.comm = "Xorg";
+  p.cmdline = {"Xorg"};
+  p.exe = "/usr/bin/sleep";
+  p.owner.systemd_unit = "session-4.scope";
+  DiagnoseOptions o = WithHistory(s, 3, 4242, 7200, 7200);
+  auto findings = RunRules(Window(s, 3), o);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
+  EXPECT_EQ(Count(findings, "GRAPHICS_HOLDER"), 0u);
+  // The real one: its executable.
+  p.exe = "/usr/lib/xorg/Xorg";
+  findings = RunRules(Window(s, 3), o);
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(findings, "GRAPHICS_HOLDER"), 1u);
+  // The administrator's protected unit: never idle either.
+  p.exe = "/usr/bin/python3.11";
+  p.owner.systemd_unit = "jupyter.service";
+  o.protect = {"jupyter"};
+  EXPECT_EQ(Count(RunRules(Window(s, 3), o), "IDLE_HOLDER"), 0u);
 }
 
 TEST(IdleHolderTest, WorkInAnySampleIsNotIdle) {
@@ -107,10 +251,12 @@ TEST(IdleHolderTest, OfflineDumpNeedsALongWindow) {
   s.processes.clear();
   s.processes_scanned = false;
   EXPECT_EQ(Count(RunOne(s), "IDLE_HOLDER"), 0u);  // Age unknown, one sample.
-  auto window = Window(s, 11, 60'000);             // Ten minutes of samples.
+  auto window = Window(s, 61, 10'000);             // Ten minutes of samples.
   auto findings = RunRules(window, {});
   ASSERT_EQ(Count(findings, "IDLE_HOLDER"), 1u);
   EXPECT_THAT(Find(findings, "IDLE_HOLDER")->message, HasSubstr("PID 4242 ? (?)"));
+  // Samples a minute apart: what happened between them was not seen.
+  EXPECT_EQ(Count(RunRules(Window(s, 11, 60'000), {}), "IDLE_HOLDER"), 0u);
 }
 
 TEST(OrphanHolderTest, WorkerOfAKilledRun) {
@@ -233,7 +379,9 @@ TEST(OrphanHolderTest, NotOrphans) {
   EXPECT_EQ(Count(RunOne(offline), "ORPHAN_HOLDER"), 0u);
 }
 
-TEST(ZombieHolderTest, ParentMustReap) {
+// A zombie has closed its files: reaping it frees nothing. What holds the
+// memory is a process that inherited the device file (its run's workers).
+TEST(ZombieHolderTest, WorkersThatInheritedTheDeviceFileAreNamed) {
   Snapshot s = HealthyServer(2);
   AddProcess(s, {.pid = 7001,
                  .gpu = 1,
@@ -241,18 +389,27 @@ TEST(ZombieHolderTest, ParentMustReap) {
                  .sm = 0,
                  .state = ProcessState::kZombie,
                  .ppid = 7000,
+                 .pgid = 7000,
                  .parent_comm = "torchrun"});
+  // A data-loader worker of the same run holds /dev/nvidia1, unlisted.
+  AddProcess(s, {.pid = 7005, .gpu = 1, .sm = 0, .ppid = 1, .pgid = 7000, .listed = false});
   auto findings = RunRules(Window(s, 2), {});
   ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
-  EXPECT_THAT(f.message, HasSubstr("kill cannot help"));
-  EXPECT_THAT(f.message, HasSubstr("Its parent PID 7000 (torchrun) has not reaped it"));
-  EXPECT_TRUE(HasStep(f, "gpuwarden kill 7000"));
+  EXPECT_THAT(f.message, HasSubstr("kill cannot help and reaping it frees nothing"));
+  EXPECT_THAT(f.message, HasSubstr("PID 7005 of its process group 7000 still holds /dev/nvidia*, "
+                                   "inherited from it: end it to free the GPU"));
+  EXPECT_THAT(f.message, Not(HasSubstr("reap it")));
+  EXPECT_TRUE(HasStep(f, "kill -- -7000"));
+  EXPECT_FALSE(HasStep(f, "gpuwarden kill 7000"));  // Its parent frees nothing.
   EXPECT_FALSE(HasStep(f, "gpuwarden kill 7001"));  // Killing a zombie does nothing.
-  EXPECT_EQ(Count(findings, "IDLE_HOLDER") + Count(findings, "ORPHAN_HOLDER"), 0u);
+  // The worker, adopted by init, is the orphan that clean ends.
+  ASSERT_EQ(Count(findings, "ORPHAN_HOLDER"), 1u);
+  EXPECT_THAT(Find(findings, "ORPHAN_HOLDER")->pids, ElementsAre(7005));
+  EXPECT_EQ(Count(findings, "IDLE_HOLDER"), 0u);
 }
 
-TEST(ZombieHolderTest, AdoptedByInitMeansTheDriverHoldsIt) {
+TEST(ZombieHolderTest, NothingElseHoldsItMeansTheDriverHasTheContext) {
   Snapshot s = HealthyServer(1);
   AddProcess(s, {.pid = 7001,
                  .gpu = 0,
@@ -264,8 +421,10 @@ TEST(ZombieHolderTest, AdoptedByInitMeansTheDriverHoldsIt) {
   auto findings = RunOne(s);
   ASSERT_EQ(Count(findings, "ZOMBIE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "ZOMBIE_HOLDER");
-  EXPECT_THAT(f.message, HasSubstr("the driver still holds the context"));
+  EXPECT_THAT(f.message, HasSubstr("no other process holds its device file: the driver is "
+                                   "tearing its context down, or has kept it"));
   EXPECT_FALSE(HasStep(f, "gpuwarden kill"));  // Never suggest killing init.
+  EXPECT_FALSE(HasStep(f, "kill -- -"));
   EXPECT_TRUE(HasStep(f, "admin: "));
 }
 
@@ -312,17 +471,40 @@ TEST(InvisibleHolderTest, CausesInOrder) {
   GpuAt(s, 1)->memory.used_bytes = 23 * kGiB;
   DiagnoseOptions o;
   o.caller_is_root = true;
+  o.proc_shows_every_process = true;
   auto findings = RunRules(Idle(s), o);
   ASSERT_EQ(Count(findings, "INVISIBLE_HOLDER"), 1u);
   const Finding& f = *Find(findings, "INVISIBLE_HOLDER");
   EXPECT_THAT(f.gpus, ElementsAre(1));
   EXPECT_THAT(f.message, HasSubstr("GPU 1 has 23 GiB in use but lists no process"));
-  EXPECT_THAT(f.message, HasSubstr("memory leaked in the driver"));
+  EXPECT_THAT(f.message, HasSubstr("memory leaked in the driver: nothing on this host holds"));
   EXPECT_EQ(*EvidenceNumber(f, kHeldEvidence), 23.0 * kGiB);
+  // Root needs no sudo, and "run it as root" tells root nothing.
+  for (const std::string& step : f.next_steps) {
+    EXPECT_EQ(step.find("sudo"), std::string::npos) << step;
+    EXPECT_EQ(step.find("In a container"), std::string::npos) << step;
+  }
+  EXPECT_TRUE(HasStep(f, "Who holds the device files: fuser -v /dev/nvidia*"));
+
+  // "Nothing holds it" needs a view of everything: a /proc that does not
+  // show every process, or PIDs the driver lists that it lacks, say so.
+  DiagnoseOptions partial = o;
+  partial.proc_shows_every_process = false;
+  const Finding& blind = *Find(RunRules(Idle(s), partial), "INVISIBLE_HOLDER");
+  EXPECT_THAT(blind.message, HasSubstr("a holder this view cannot see (this /proc does not show "
+                                       "every process of the host), or memory leaked"));
+  EXPECT_THAT(blind.message, Not(HasSubstr("nothing on this host holds")));
+  Snapshot foreign = s;
+  AddProcess(foreign, {.pid = 31337, .gpu = 0, .in_proc = false});
+  const Finding& other_ns = *Find(RunRules(Idle(foreign), o), "INVISIBLE_HOLDER");
+  EXPECT_THAT(other_ns.message,
+              HasSubstr("PID 31337 listed by the driver is not in this /proc: processes of "
+                        "another PID namespace are present"));
 
   o.caller_is_root = false;
   EXPECT_THAT(Find(RunRules(Idle(s), o), "INVISIBLE_HOLDER")->message,
               HasSubstr("processes of other users hidden from you"));
+  EXPECT_TRUE(HasStep(*Find(RunRules(Idle(s), o), "INVISIBLE_HOLDER"), "sudo gpuwarden why"));
 
   // A process holds the device file without being listed.
   Snapshot held = s;
@@ -515,7 +697,7 @@ TEST(ServiceHolderTest, TheMpsServerIsNamedAndNeverAnIdleHolder) {
   s.processes[3301].comm = "nvidia-cuda-mps";  // The kernel's 15 bytes.
   AddProcess(s, {.pid = 7201, .gpu = 0, .bytes = 10 * kGiB, .sm = 0, .age_s = 7200});
   const auto window = Window(s, 3);
-  auto findings = RunRules(window, {});
+  auto findings = RunRules(window, IdleAtOnce());
   ASSERT_EQ(Count(findings, "MPS_SERVER_HOLDER"), 1u);
   const Finding& f = *Find(findings, "MPS_SERVER_HOLDER");
   EXPECT_THAT(f.pids, ElementsAre(3301));
@@ -565,12 +747,12 @@ TEST(IdleHolderTest, OneLookAtAYoungOrUnknownHolderMayBeIdleNeverReclaimable) {
   EXPECT_EQ(Count(young, "IDLE_HOLDER"), 0u);
   ASSERT_EQ(Count(young, "HOLDER_IDLE_ONE_SAMPLE"), 1u);
   EXPECT_THAT(Find(young, "HOLDER_IDLE_ONE_SAMPLE")->message, HasSubstr("it may be idle"));
-  // Known to have lived an hour at 0 %: idle (as before).
+  // Known to have lived an hour at 0 %: one look still cannot show it idle.
   Snapshot old = HealthyServer(2);
   AddProcess(old, {.pid = 4242, .gpu = 1, .bytes = 20 * kGiB, .sm = 0, .age_s = 3600});
   SetLoad(old, 1, 0);
-  EXPECT_EQ(Count(RunOne(old), "IDLE_HOLDER"), 1u);
-  EXPECT_EQ(Count(RunOne(old), "HOLDER_IDLE_ONE_SAMPLE"), 0u);
+  EXPECT_EQ(Count(RunOne(old), "IDLE_HOLDER"), 0u);
+  EXPECT_EQ(Count(RunOne(old), "HOLDER_IDLE_ONE_SAMPLE"), 1u);
 }
 
 }  // namespace

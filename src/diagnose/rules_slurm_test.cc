@@ -153,7 +153,7 @@ TEST(SlurmOwnerTextTest, ProcessesNameTheirJobAndItsOwnerWhenNotTheirs) {
   AddProcess(s,
              {.pid = 4400, .gpu = 0, .bytes = 30 * kGiB, .sm = 0, .user = "root", .age_s = 86400});
   s.processes[4400].owner.slurm_job_id = "15";
-  const auto findings = RunOne(s);
+  const auto findings = RunOne(s, IdleAtOnce());
   const Finding* idle = Find(findings, "IDLE_HOLDER");
   ASSERT_NE(idle, nullptr);
   EXPECT_THAT(idle->message, HasSubstr("PID 4400 python (root, slurm job 15 \"train\" of alice)"));

@@ -140,7 +140,7 @@ TEST(GpuStateTest, FreeNeedsTheUtilisationSeenUnlessMig) {
 TEST(GpuStateTest, IdleHolderMakesItReclaimableOnlyWhenItFillsTheGpu) {
   Snapshot s = HealthyServer(2);
   AddProcess(s, {.pid = 100, .gpu = 0, .bytes = 78 * kGiB, .sm = 0, .age_s = 86400});
-  const Diagnosis d = Diagnose(Window(s, 3), {});
+  const Diagnosis d = Diagnose(Window(s, 3), IdleAtOnce());
   EXPECT_EQ(At(d, 0).state, GpuState::kReclaimable);
   EXPECT_EQ(At(d, 0).verdict, Verdict::kReclaimable);
 }
@@ -149,7 +149,7 @@ TEST(GpuStateTest, IdleHolderMakesItReclaimableOnlyWhenItFillsTheGpu) {
 class NeedAnswerTest : public ::testing::Test {
  protected:
   Diagnosis WithNeed(const Snapshot& s, std::string_view need) {
-    DiagnoseOptions o;
+    DiagnoseOptions o = IdleAtOnce();
     o.need = *ParseNeed(need);
     return DiagnoseOne(s, o);
   }
@@ -185,7 +185,7 @@ TEST_F(NeedAnswerTest, FitsOnceIdleHoldersAreFreedIsReclaimable) {
   Snapshot s = HealthyServer(2);
   AddProcess(s, {.pid = 100, .gpu = 0, .bytes = 70 * kGiB, .sm = 0, .age_s = 86400});
   AddProcess(s, {.pid = 101, .gpu = 1, .bytes = 70 * kGiB, .sm = 0, .age_s = 86400});
-  DiagnoseOptions o;
+  DiagnoseOptions o = IdleAtOnce();
   o.need = *ParseNeed("2x40G");
   const Diagnosis d = Diagnose(Window(s, 3), o);
   EXPECT_EQ(d.server, Verdict::kReclaimable) << d.summary;

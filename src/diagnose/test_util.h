@@ -198,6 +198,15 @@ inline std::vector<Finding> RunOne(const Snapshot& s, const DiagnoseOptions& o =
 }
 
 // The diagnosis of one snapshot (no history before it).
+// Options under which a holder idle in the looks given is idle at once
+// (--idle-for 0): for tests of what an idle holder leads to, not of how
+// long it was idle (rules_holders_test.cc, idle_time_test.cc).
+inline DiagnoseOptions IdleAtOnce() {
+  DiagnoseOptions o;
+  o.idle_holder_min_idle_s = 0;
+  return o;
+}
+
 inline Diagnosis DiagnoseOne(const Snapshot& s, const DiagnoseOptions& o = {},
                              std::span<const kmsg::KernelEvent> events = {}) {
   return Diagnose(std::span<const Snapshot>(&s, 1), o, events);

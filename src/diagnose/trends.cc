@@ -20,8 +20,10 @@ std::string ShortLocalTime(int64_t unix_s, int64_t as_of_unix_s) {
   return ref.size() >= 10 && at.compare(0, 10, ref, 0, 10) == 0 ? hm : at.substr(0, 10) + " " + hm;
 }
 
+// IDLE_HOLDER and HOLDER_IDLE_SHORT carry their holder's own idle time
+// (idle_time.h), of which the GPU's run is one source.
 bool IsHolderFinding(const Finding& f) {
-  return f.code == "IDLE_HOLDER" || f.code == "ORPHAN_HOLDER" || f.code == "ZOMBIE_HOLDER";
+  return f.code == "ORPHAN_HOLDER" || f.code == "ZOMBIE_HOLDER";
 }
 
 }  // namespace
@@ -54,6 +56,19 @@ bool TrendsDescribe(const Trends& trends, const Snapshot& latest) {
     }
   }
   return true;
+}
+
+std::shared_ptr<const ActivityHistory> ActivityHistoryOf(const Trends& trends) {
+  auto h = std::make_shared<ActivityHistory>();
+  h->as_of_ms = std::max(trends.as_of_unix_s * 1000, trends.holders_as_of_ms);
+  h->holders = trends.holders;
+  for (const auto& [index, total] : trends.memory_total_bytes) h->gpus.push_back(index);
+  for (const GpuTrend& g : trends.gpus) {
+    if (g.idle_held) {
+      h->gpu_idle[g.index] = GpuIdleRun{g.idle_held->since_unix_s * 1000, g.idle_held->open_start};
+    }
+  }
+  return h;
 }
 
 std::string RunText(const TrendRun& run, int64_t as_of_unix_s) {

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/snapshot.h"
+#include "diagnose/idle_time.h"
 #include "diagnose/rules.h"
 #include "diagnose/verdict.h"
 
@@ -56,7 +58,17 @@ struct Trends {
   // The newest point's GPUs and their memory (where known), by index: which
   // server the history is of.
   std::map<unsigned, double> memory_total_bytes;
+  // The daemon's own looks at each holder since it started (idle_time.h),
+  // as of its latest look (0: none): per-holder idle time for `why` and
+  // `clean`.
+  std::vector<HolderActivity> holders;
+  int64_t holders_as_of_ms = 0;
 };
+
+// What `trends` says about the time before a look, for the diagnosis
+// (DiagnoseOptions::activity_history): the holders' activity, the GPUs'
+// held-and-idle runs, and the GPUs it describes. Pure.
+std::shared_ptr<const ActivityHistory> ActivityHistoryOf(const Trends& trends);
 
 // The trends are of the server `latest` shows: the same GPU indexes with
 // the same memory sizes. (A `why --sim` beside a daemon that watches the
@@ -76,10 +88,10 @@ bool MemoryFullReading(Opt<double> used_bytes, Opt<double> total_bytes,
 std::string RunText(const TrendRun& run, int64_t as_of_unix_s);
 
 // Adds the trends to the findings they explain, as evidence named
-// "idle_for" (IDLE_HOLDER, ORPHAN_HOLDER, ZOMBIE_HOLDER: the GPU has sat held
-// and idle) and "full_for" (VRAM_EXHAUSTED), seconds as the number. Only for
-// GPUs the trends and the latest snapshot agree on (the caller checked that
-// they are the same server). Pure.
+// "idle_for" (ORPHAN_HOLDER, ZOMBIE_HOLDER: the GPU has sat held and idle;
+// IDLE_HOLDER carries its holder's own idle time, idle_time.h) and "full_for" (VRAM_EXHAUSTED),
+// seconds as the number. Only for GPUs the trends and the latest snapshot agree on (the caller
+// checked that they are the same server). Pure.
 void AddTrendEvidence(Diagnosis& diagnosis, const Trends& trends);
 
 }  // namespace gw::diagnose

@@ -609,13 +609,18 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
 
   // OK: only free GPUs are counted as free; those in use with room are named.
   std::string text = fmt::format("{} — {}", head, FreeAndRoomText(gpus));
-  std::vector<unsigned> busy_gpus;
+  // Each GPU under the word its state says: memory held by nothing at work is
+  // not "busy".
+  std::vector<unsigned> busy_gpus, reclaimable_gpus;
   for (const GpuVerdict& g : gpus) {
-    if (g.verdict == Verdict::kBusy || g.verdict == Verdict::kReclaimable)
-      busy_gpus.push_back(g.index);
+    if (g.verdict == Verdict::kBusy) busy_gpus.push_back(g.index);
+    if (g.verdict == Verdict::kReclaimable) reclaimable_gpus.push_back(g.index);
   }
   const size_t unknown = count_verdict(Verdict::kUnknown);
   if (!busy_gpus.empty()) text += fmt::format("; busy: GPU {}", GpuList(busy_gpus));
+  if (!reclaimable_gpus.empty()) {
+    text += fmt::format("; held without work: GPU {}", GpuList(reclaimable_gpus));
+  }
   if (unknown > 0)
     text += fmt::format("; {} GPU{} could not be read", unknown, unknown == 1 ? "" : "s");
   if (!holders.empty()) text += "; " + holders;

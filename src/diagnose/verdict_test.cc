@@ -11,6 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace fixtures;  // NOLINT
 
 // Every GPU of `s` runs a real job: `gib` memory at `sm` %.
@@ -78,7 +79,7 @@ TEST(VerdictTest, IdleHoldersMakeItReclaimable) {
       s, {.pid = 4242, .gpu = 3, .bytes = 70 * kGiB, .sm = 0, .user = "alice", .age_s = 2 * 86400});
   AddProcess(s, {.pid = 4300, .gpu = 3, .bytes = 8 * kGiB, .sm = 20, .user = "carol"});
   SetLoad(s, 3, 20);
-  Diagnosis d = DiagnoseOne(s);
+  Diagnosis d = DiagnoseOne(s, IdleAtOnce());
   ASSERT_EQ(d.gpus.size(), 4u);
   EXPECT_EQ(d.gpus[3].verdict, Verdict::kReclaimable);
   EXPECT_EQ(d.gpus[3].reclaimable_bytes, 70 * kGiB);
@@ -90,11 +91,25 @@ TEST(VerdictTest, IdleHoldersMakeItReclaimable) {
             "could free 70 GiB; 0 of 4 GPUs free");
 }
 
+// The headline puts each GPU under the word its state says: a GPU whose
+// memory is held by an idle holder is not "busy".
+TEST(VerdictTest, HeadlineNamesIdleHeldGpusApartFromBusyOnes) {
+  Snapshot s = HealthyServer(4);
+  Busy(s, 0, 78, 95, "bob", 1000);
+  AddProcess(
+      s, {.pid = 4242, .gpu = 2, .bytes = 70 * kGiB, .sm = 0, .user = "alice", .age_s = 2 * 86400});
+  SetLoad(s, 2, 0);
+  const Diagnosis d = DiagnoseOne(s, IdleAtOnce());
+  ASSERT_EQ(d.gpus[2].verdict, Verdict::kReclaimable);
+  EXPECT_THAT(d.summary, HasSubstr("busy: GPU 0; held without work: GPU 2"));
+  EXPECT_THAT(d.summary, Not(HasSubstr("busy: GPU 0,2")));
+}
+
 TEST(VerdictTest, IdleHolderTooSmallToHelpStaysBusy) {
   Snapshot s = HealthyServer(1);
   AddProcess(s, {.pid = 10, .gpu = 0, .bytes = 2 * kGiB, .sm = 0, .age_s = 86400});
   Busy(s, 0, 76, 80, "bob", 11);
-  Diagnosis d = DiagnoseOne(s);
+  Diagnosis d = DiagnoseOne(s, IdleAtOnce());
   EXPECT_EQ(d.gpus[0].verdict, Verdict::kBusy);
   EXPECT_EQ(d.server, Verdict::kBusy);
   EXPECT_EQ(d.summary,
@@ -229,7 +244,7 @@ TEST(VerdictTest, UnknownWhenWeCouldNotLook) {
 TEST(VerdictTest, NeedDecidesTheServer) {
   Snapshot s = HealthyServer(4);
   for (unsigned g = 0; g < 3; ++g) Busy(s, g, 60, 50, "bob", 100 + g);
-  DiagnoseOptions o;
+  DiagnoseOptions o = IdleAtOnce();
   o.need = *ParseNeed("2x40G");
   Diagnosis d = DiagnoseOne(s, o);
   EXPECT_EQ(d.server, Verdict::kBusy);  // Only GPU 3 has 40 GiB free.
@@ -310,7 +325,7 @@ TEST(UserHoldingTest, PerUser) {
   AddProcess(s, {.pid = 5001, .gpu = 2, .bytes = 30 * kGiB, .sm = 9, .user = "bob", .uid = 1002});
   AddProcess(s, {.pid = 6000, .gpu = 0, .bytes = 5 * kGiB, .in_proc = false});
   GpuAt(s, 0)->processes.back().used_memory_bytes.reset();
-  Diagnosis d = DiagnoseOne(s);
+  Diagnosis d = DiagnoseOne(s, IdleAtOnce());
   ASSERT_EQ(d.users.size(), 3u);
   EXPECT_EQ(d.users[0].user, "alice");
   EXPECT_EQ(d.users[0].uid, 1001u);

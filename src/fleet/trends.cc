@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -151,12 +152,70 @@ json TrendsToJson(const diagnose::Trends& t) {
     totals.push_back(
         {{"index", index}, {"bytes", std::isnan(bytes) ? json(nullptr) : json(bytes)}});
   }
+  json holders = json::array();
+  for (const diagnose::HolderActivity& a : t.holders) {
+    holders.push_back({{"gpu", a.gpu},
+                       {"pid", a.pid},
+                       {"start_ticks", a.start_ticks ? json(*a.start_ticks) : json(nullptr)},
+                       {"first_seen_ms", a.first_seen_ms},
+                       {"last_seen_ms", a.last_seen_ms},
+                       {"idle_since_ms", a.idle_since_ms ? json(*a.idle_since_ms) : json(nullptr)},
+                       {"last_work_ms", a.last_work_ms ? json(*a.last_work_ms) : json(nullptr)},
+                       {"idle_per_process", a.idle_per_process}});
+  }
   return {{"as_of_unix_s", t.as_of_unix_s},
           {"covered_from_unix_s", t.covered_from_unix_s},
           {"gpus", std::move(gpus)},
           {"queue", std::move(queue)},
-          {"gpu_memory_total_bytes", std::move(totals)}};
+          {"gpu_memory_total_bytes", std::move(totals)},
+          {"holders_as_of_ms", t.holders_as_of_ms},
+          {"holders", std::move(holders)}};
 }
+
+namespace {
+
+// One entry of "holders". Errors: "malformed", naming the field.
+Result<diagnose::HolderActivity> HolderFromJson(const json& h) {
+  if (!h.is_object()) return MakeError("malformed", "trends: holders[]");
+  diagnose::HolderActivity a;
+  auto field = [&](const char* key) { return h.find(key); };
+  auto gpu = field("gpu");
+  auto pid = field("pid");
+  if (gpu == h.end() || !gpu->is_number_unsigned() || pid == h.end() || !pid->is_number_integer() ||
+      pid->get<int64_t>() <= 0 || pid->get<int64_t>() > std::numeric_limits<pid_t>::max()) {
+    return MakeError("malformed", "trends: holders[].gpu/pid");
+  }
+  a.gpu = gpu->get<unsigned>();
+  a.pid = static_cast<pid_t>(pid->get<int64_t>());
+  for (auto [key, into] :
+       {std::pair{"first_seen_ms", &a.first_seen_ms}, std::pair{"last_seen_ms", &a.last_seen_ms}}) {
+    Result<int64_t> v = RequiredInt(h, key);
+    if (!v.ok()) return v.error();
+    *into = *v;
+  }
+  for (auto [key, into] :
+       {std::pair{"idle_since_ms", &a.idle_since_ms}, std::pair{"last_work_ms", &a.last_work_ms}}) {
+    auto it = field(key);
+    if (it == h.end() || it->is_null()) continue;
+    if (!it->is_number_integer())
+      return MakeError("malformed", fmt::format("trends: holders[].{}", key));
+    *into = it->get<int64_t>();
+  }
+  auto ticks = field("start_ticks");
+  if (ticks != h.end() && !ticks->is_null()) {
+    if (!ticks->is_number_unsigned())
+      return MakeError("malformed", "trends: holders[].start_ticks");
+    a.start_ticks = ticks->get<uint64_t>();
+  }
+  auto per_process = field("idle_per_process");
+  if (per_process == h.end() || !per_process->is_boolean()) {
+    return MakeError("malformed", "trends: holders[].idle_per_process");
+  }
+  a.idle_per_process = per_process->get<bool>();
+  return a;
+}
+
+}  // namespace
 
 Result<diagnose::Trends> TrendsFromJson(const json& j) {
   if (!j.is_object()) return MakeError("malformed", "trends: not an object");
@@ -214,6 +273,19 @@ Result<diagnose::Trends> TrendsFromJson(const json& j) {
     if (!then_s.ok()) return then_s.error();
     q.then_unix_s = *then_s;
     t.queue = q;
+  }
+  // The holders' activity: absent from a daemon that keeps none.
+  auto holders = j.find("holders");
+  if (holders != j.end()) {
+    if (!holders->is_array()) return MakeError("malformed", "trends: holders");
+    for (const json& h : *holders) {
+      Result<diagnose::HolderActivity> a = HolderFromJson(h);
+      if (!a.ok()) return a.error();
+      t.holders.push_back(*a);
+    }
+    Result<int64_t> as_of_ms = RequiredInt(j, "holders_as_of_ms");
+    if (!as_of_ms.ok()) return as_of_ms.error();
+    t.holders_as_of_ms = *as_of_ms;
   }
   return t;
 }

@@ -53,20 +53,61 @@ std::string_view BaseName(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-bool GoesBy(const HostProcess& process, std::string_view name) {
+namespace {
+
+// The systemd unit is `name` or `name`.service.
+bool UnitIs(const HostProcess& process, std::string_view name) {
+  if (!process.owner.systemd_unit || name.empty()) return false;
+  const std::string_view unit = *process.owner.systemd_unit;
+  constexpr std::string_view kService = ".service";
+  return unit == name || (unit.size() == name.size() + kService.size() && unit.starts_with(name) &&
+                          unit.ends_with(kService));
+}
+
+bool ExecutableIs(const HostProcess& process, std::string_view name) {
+  if (!process.exe) return false;
+  return name.find('/') != std::string_view::npos ? *process.exe == name
+                                                  : BaseName(*process.exe) == name;
+}
+
+// The names a process gives itself: only where its executable is unknown.
+bool CallsItself(const HostProcess& process, std::string_view name) {
+  if (process.exe) return false;
   if (process.comm && *process.comm == name.substr(0, kCommLength)) return true;
-  if (!process.cmdline.empty() && BaseName(process.cmdline[0]) == name) return true;
-  return process.exe && BaseName(*process.exe) == name;
+  return !process.cmdline.empty() && BaseName(process.cmdline[0]) == name;
+}
+
+}  // namespace
+
+bool IsNamed(const HostProcess& process, std::string_view name) {
+  return ExecutableIs(process, name) || UnitIs(process, name) || CallsItself(process, name);
 }
 
 std::optional<KnownProcess> MatchKnownProcess(const HostProcess& process) {
+  for (const KnownProcess& k : kKnown) {
+    if (ExecutableIs(process, k.name)) return k;
+  }
+  for (const KnownProcess& k : kKnown) {
+    if (UnitIs(process, k.unit)) return k;
+  }
+  if (process.exe) return std::nullopt;
   // The full names first: comm is cut to 15 bytes, which two names can share.
   for (const KnownProcess& k : kKnown) {
     if (!process.cmdline.empty() && BaseName(process.cmdline[0]) == k.name) return k;
-    if (process.exe && BaseName(*process.exe) == k.name) return k;
   }
   for (const KnownProcess& k : kKnown) {
-    if (GoesBy(process, k.name)) return k;
+    if (CallsItself(process, k.name)) return k;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ProtectedName(const HostProcess& process,
+                                         std::span<const std::string> extra) {
+  if (std::optional<KnownProcess> known = MatchKnownProcess(process)) {
+    return std::string(known->name);
+  }
+  for (const std::string& name : extra) {
+    if (IsNamed(process, name)) return name;
   }
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "core/snapshot.h"
@@ -37,16 +38,28 @@ struct KnownProcess {
 // Every known process, in a fixed order (documented in docs/cleanup.md).
 std::span<const KnownProcess> KnownProcesses();
 
-// `process` goes by `name`: its comm equals the name cut to the kernel's 15
-// bytes ("nvidia-persistenced" runs as "nvidia-persiste"), or the base name
-// of its argv[0] or of its executable equals it. A process can rename itself
-// (comm, argv[0]) but not its executable.
-bool GoesBy(const HostProcess& process, std::string_view name);
+// `process` is `name` by what the kernel says of it: its executable is
+// named so (base name, or the whole path when `name` is a path), or it runs
+// in the systemd unit `name` (or `name`.service), which systemd sets, not the
+// process. A process can rename itself (comm, argv[0]: `exec -a Xorg sleep`)
+// but not its executable or its unit, so those names count only when the
+// executable cannot be read (another user's process, to a caller without
+// root, who can act on none of them anyway): then comm (the name cut to the
+// kernel's 15 bytes) or argv[0]'s base name stand in.
+bool IsNamed(const HostProcess& process, std::string_view name);
 
-// The known process `process` goes by (GoesBy), if any: by argv[0] or its
-// executable first, then by comm (where two names share their first 15
-// bytes, the MPS server before the control daemon).
+// The known process `process` is (IsNamed, for the table's names and
+// units), if any: by its executable first, then by its unit; by the names it
+// gives itself only when its executable cannot be read (where two names
+// share their first 15 bytes, the MPS server before the control daemon).
 std::optional<KnownProcess> MatchKnownProcess(const HostProcess& process);
+// Why clean, kill, watch, the policy and `why` leave `process` alone: the
+// known process it is (MatchKnownProcess), or the first of `extra` (the
+// administrator's names: config `protect`, --protect) it IsNamed. The one
+// protection rule; nullopt when none applies.
+std::optional<std::string> ProtectedName(const HostProcess& process,
+                                         std::span<const std::string> extra);
+
 // The same from a name or path alone (an nvidia-smi dump's process_name).
 std::optional<KnownProcess> MatchKnownName(std::string_view name_or_path);
 

@@ -82,7 +82,7 @@ class DaemonImpl final : public Daemon {
     });
     handler_->AddOp("trends", [this](const Caller&, const json& req) {
       std::lock_guard<std::mutex> lock(history_mu_);
-      return TrendsReply(*history_, parts_.clock->NowUnixMs() / 1000, req);
+      return TrendsReply(*history_, parts_.clock->NowUnixMs() / 1000, req, activity_shared_.get());
     });
     handler_->AddOp("usage", [this](const Caller&, const json& req) {
       std::lock_guard<std::mutex> lock(history_mu_);
@@ -319,6 +319,15 @@ class DaemonImpl final : public Daemon {
     if (oldest) snapshots_->Recycle(std::move(oldest->processes));
     const Snapshot& latest = judged_.back();
     diagnose::DiagnoseOptions dopt;
+    // Each holder's work, look by look, for as long as the daemon runs: how
+    // long a holder has been idle (diagnose/idle_time.h), for its own
+    // judgement and for `why` and `clean` through the trends op.
+    diagnose::ObserveLook(activity_, latest, dopt);
+    auto activity = std::make_shared<diagnose::ActivityHistory>();
+    activity->as_of_ms = latest.time_unix_ms;
+    activity->holders = diagnose::HoldersOf(activity_);
+    for (const Gpu& g : latest.gpus) activity->gpus.push_back(g.index);
+    dopt.activity_history = activity;
     std::span<const kmsg::KernelEvent> events;
     if (kernel_log_) {
       dopt.events = collect::EventAgeFor(*kernel_log_, latest, std::nullopt);
@@ -334,6 +343,7 @@ class DaemonImpl final : public Daemon {
     {
       std::lock_guard<std::mutex> lock(history_mu_);
       added = history_->Add(fleet::PointOf(latest, *diagnosis, queue));
+      activity_shared_ = std::move(activity);
     }
     if (!added.ok()) log_->Warning("history not written: " + added.error().message);
     if (table_) table_->OnSnapshot(Snapshot(latest), true, diagnosis.get());
@@ -549,6 +559,9 @@ class DaemonImpl final : public Daemon {
   std::atomic<int64_t> next_trends_ms_{0};
   // history_ is written on the loop's thread and read by the HTTP threads.
   std::mutex history_mu_;
+  diagnose::ActivityLog activity_;  // The loop thread's alone.
+  // Its latest state, for the trends op (under history_mu_).
+  std::shared_ptr<const diagnose::ActivityHistory> activity_shared_;
   // Last: stopped (its threads joined) before anything its routes read.
   std::unique_ptr<fleet::HttpListener> http_;
   os::UniqueFd lock_fd_;

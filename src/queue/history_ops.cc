@@ -28,7 +28,8 @@ Result<int64_t> SinceOf(const json& req) {
 
 }  // namespace
 
-json TrendsReply(fleet::History& history, int64_t now, const json& req) {
+json TrendsReply(fleet::History& history, int64_t now, const json& req,
+                 const diagnose::ActivityHistory* activity) {
   int64_t lookback = 86400;
   if (auto it = req.find("lookback_s"); it != req.end()) {
     if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 7.0 * 86400) {
@@ -43,7 +44,12 @@ json TrendsReply(fleet::History& history, int64_t now, const json& req) {
     // ~20 MB) for the time of the call.
     Result<std::vector<fleet::HistoryPoint>> trail = history.Trail(now - lookback, now);
     if (!trail.ok()) return ErrorReply("store", trail.error().message);
-    r["trends"] = fleet::TrendsToJson(fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{}));
+    diagnose::Trends trends = fleet::TrendsOf(*trail, diagnose::DiagnoseOptions{});
+    if (activity != nullptr) {
+      trends.holders = activity->holders;
+      trends.holders_as_of_ms = activity->as_of_ms;
+    }
+    r["trends"] = fleet::TrendsToJson(trends);
   }
   ReturnFreedMemory();
   return r;

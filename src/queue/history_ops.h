@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnose/idle_time.h"
 #include "fleet/history.h"
 #include "queue/job_table.h"
 
@@ -30,10 +31,12 @@ nlohmann::json UsageReply(fleet::History& history, JobTable* table, int64_t now_
 // docs/protocol.md): how long each GPU has sat held and idle or full, and the
 // queue over the last hour, from the points of the last lookback_s seconds
 // (default a day, at most 7 days: the minute tier), judged with the default
-// marks of the diagnosis. The memory the points took is returned to the
-// kernel after (ReturnFreedMemory).
+// marks of the diagnosis, with the daemon's own looks at each holder
+// (`activity`, diagnose/idle_time.h; null: none kept). The memory the points
+// took is returned to the kernel after (ReturnFreedMemory).
 nlohmann::json TrendsReply(fleet::History& history, int64_t now_unix_s,
-                           const nlohmann::json& request);
+                           const nlohmann::json& request,
+                           const diagnose::ActivityHistory* activity = nullptr);
 
 }  // namespace gw::queue
 

@@ -571,6 +571,50 @@ TEST(KillE2e, ProtectedProcessNameIsRefused) {
   EXPECT_TRUE(AuditedSignals(ws.audit_log(), persistenced.pid()).empty());
 }
 
+// `exec -a Xorg sleep`: argv[0] says Xorg, the kernel says sleep. why and
+// clean read one protection rule (the executable and the systemd unit, never
+// a name the process chose): both call it an idle holder, and clean plans
+// it; protected by the administrator's name for its executable, neither does.
+TEST(CleanE2e, ARenamedProcessIsJudgedAlikeByWhyAndClean) {
+  Workspace ws;
+  TestChild renamed({"/bin/bash", "-c", "exec -a Xorg /bin/sleep 300"});
+  ASSERT_TRUE(WaitUntil([&] { return CommOf(renamed.pid()) == "sleep"; }, kExitTimeoutS));
+  const RunOptions options = SimOptionsIn(ws, {{"GW_CLEAN_PID_0", renamed.pid()}});
+  auto why_codes = [&](const RunOptions& o) {
+    const RunResult why = RunProcess(Gpuwarden({"--sim", ScenarioPath("clean-idle.json"), "why",
+                                                "--window", "1", "--idle-for", "0", "--json"}),
+                                     o);
+    const json doc = json::parse(why.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << why.out << why.err;
+    std::set<std::string> codes;
+    for (const json& g : doc["gpus"]) {
+      for (const json& f : g["findings"]) {
+        for (const json& pid : f["pids"]) {
+          if (pid == renamed.pid()) codes.insert(f["code"].get<std::string>());
+        }
+      }
+    }
+    return codes;
+  };
+  EXPECT_EQ(why_codes(options).count("IDLE_HOLDER"), 1u);
+  GwRun run = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json"}), options);
+  SCOPED_TRACE(run.Trace());
+  ASSERT_FALSE(run.out.is_discarded());
+  const json* item = Acted(run.out, renamed.pid());
+  ASSERT_NE(item, nullptr);
+  EXPECT_EQ((*item)["reason_code"], "idle_holder");
+
+  // The administrator protects "sleep" (config `protect`): both leave it alone.
+  const std::string config = ws.Write("protect.toml", "[clean]\nprotect = [\"sleep\"]\n");
+  RunOptions protecting = options;
+  protecting.env["GPUWARDEN_CONFIG"] = config;
+  EXPECT_EQ(why_codes(protecting).count("IDLE_HOLDER"), 0u);
+  run = Gw(CleanArgs("clean-idle.json", ws, {"--dry-run", "--json"}), protecting);
+  ASSERT_FALSE(run.out.is_discarded()) << run.Trace();
+  EXPECT_EQ(Acted(run.out, renamed.pid()), nullptr);
+  EXPECT_TRUE(ProcessAlive(renamed.pid()));
+}
+
 TEST(KillE2e, NamedPidStopsOnlyItWithoutTreeAndItsRunWithTree) {
   Workspace ws;
   Job job;

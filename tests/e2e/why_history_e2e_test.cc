@@ -155,11 +155,14 @@ TEST_F(WhyHistoryE2e, SaysSinceWhenAGpuSatIdleOrFullAndHowTheQueueMoved) {
   EXPECT_EQ(t["queue"]["waiting_then"], 3);
   EXPECT_EQ(t["queue"]["waiting_now"], 0);
 
-  // The findings carry it as evidence, in seconds.
+  // The holder's idle time reaches back through the GPU's run, but never
+  // past the process's own start: it is seconds old.
   const json* idle = Evidence(doc, "IDLE_HOLDER", "idle_for");
   ASSERT_NE(idle, nullptr);
-  EXPECT_NEAR((*idle)["number"].get<double>(), static_cast<double>(now_ - idle_since_), 30);
+  EXPECT_LT((*idle)["number"].get<double>(), 120);
   EXPECT_EQ((*idle)["unit"], "s");
+  EXPECT_NE((*idle)["value"].get<std::string>().find("all its life"), std::string::npos) << *idle;
+  EXPECT_EQ((*Evidence(doc, "IDLE_HOLDER", "idle_source"))["value"], "gpu_history");
   const json* full = Evidence(doc, "VRAM_EXHAUSTED", "full_for");
   ASSERT_NE(full, nullptr);
   EXPECT_NEAR((*full)["number"].get<double>(), static_cast<double>(now_ - full_since_), 30);
@@ -188,7 +191,7 @@ TEST_F(WhyHistoryE2e, AnotherServersHistoryNoHistoryAndNoDaemonSayNothing) {
   doc = json::parse(off.out, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << off.err;
   EXPECT_TRUE(doc["trends"].is_null());
-  EXPECT_EQ(Evidence(doc, "IDLE_HOLDER", "idle_for"), nullptr);
+  EXPECT_EQ((*Evidence(doc, "IDLE_HOLDER", "idle_source"))["value"], "window");
 
   std::vector<std::string> argv = {"--sim", scenario_, "--socket",   dir_.path() + "/none.sock",
                                    "why",   "--now",   "--idle-for", "0",
@@ -199,6 +202,119 @@ TEST_F(WhyHistoryE2e, AnotherServersHistoryNoHistoryAndNoDaemonSayNothing) {
   EXPECT_TRUE(doc["trends"].is_null());
   EXPECT_TRUE(doc["trends_note"].is_null());  // No daemon is no news.
   EXPECT_EQ(none.err.find("history"), std::string::npos) << none.err;
+}
+
+// A run that pauses: GPU 0's holder computes at 95 % until t = 3 s, then sits
+// at 0 % (a checkpoint). gpuwardend watched it work; `why` and `clean` judge
+// its idle time from that, never from its age, and never act on less.
+constexpr char kPauseScenario[] = R"({
+  "driver": {"version": "550.90.07", "nvml_version": "12.550.90.07", "cuda_version": 12040},
+  "gpus": [
+    {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-bbbbbbbb-1111-2222-3333-444444444444",
+     "pci_bus_id": "00000000:07:00.0", "memory": {"total_mib": 81920, "used_mib": 40960},
+     "utilization": {"gpu": 95, "memory": 40}, "temperature_c": 50,
+     "processes": [{"pid": "env:GW_RUN_PID", "used_mib": 40960, "sm_pct": 95, "mem_pct": 40}]}
+  ],
+  "timeline": [
+    {"at_s": 3, "gpu": 0, "set": {"utilization.gpu": 0, "utilization.memory": 0,
+     "processes": [{"pid": "env:GW_RUN_PID", "used_mib": 40960, "sm_pct": 0, "mem_pct": 0}]}}
+  ]
+})";
+
+class IdleTimeE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chmod(dir_.path().c_str(), 0755);
+    scenario_ = dir_.Write("pause.json", kPauseScenario);
+    options_ = SimOptions();
+    options_.env["GW_RUN_PID"] = std::to_string(run_.pid());
+    options_.env["GPUWARDEN_SOCKET"] = std::nullopt;
+    start_ = static_cast<double>(std::time(nullptr));
+    options_.env["GPUWARDEN_SIM_START"] = std::to_string(start_);
+    const std::string state = dir_.path() + "/state";
+    ASSERT_EQ(mkdir(state.c_str(), 0700), 0);
+    socket_ = dir_.path() + "/s.sock";
+    ASSERT_TRUE(daemon_.Start({DaemonBinary(), "--socket", socket_, "--state-dir", state, "--sim",
+                               scenario_, "--poll-ms", "20"},
+                              options_, dir_.path() + "/daemon.log"));
+    ASSERT_TRUE(daemon_.WaitFor([&] { return access(socket_.c_str(), F_OK) == 0; }, 30))
+        << daemon_.Log();
+  }
+
+  // Waits until `s` seconds after t = 0.
+  void WaitUntil(double s) const {
+    while (static_cast<double>(std::time(nullptr)) < start_ + s) usleep(100'000);
+  }
+
+  json Run(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"--sim", scenario_, "--socket", socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const RunResult r = RunProcess(Gpuwarden(argv), options_);
+    json doc = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err << daemon_.Log();
+    return doc;
+  }
+
+  static const json* Finding(const json& doc, const std::string& code) {
+    for (const json& g : doc["gpus"]) {
+      for (const json& f : g["findings"]) {
+        if (f["code"] == code) return &f;
+      }
+    }
+    return nullptr;
+  }
+
+  static std::string EvidenceValue(const json& finding, const std::string& name) {
+    for (const json& e : finding["evidence"]) {
+      if (e["name"] == name) return e["value"].get<std::string>();
+    }
+    return "";
+  }
+
+  TempDir dir_;
+  ChildProcess run_;
+  RunOptions options_;
+  std::string scenario_;
+  std::string socket_;
+  ServiceProcess daemon_;
+  double start_ = 0;
+};
+
+TEST_F(IdleTimeE2e, APausedRunIsNotIdleAndCleanDoesNotActOnIt) {
+  WaitUntil(5);  // Working until t = 3 s (seen by the daemon), paused since.
+  // Asked for 30 s of idleness: the window alone (1 s, all at 0 %) cannot
+  // say, and the daemon saw it work seconds ago.
+  json doc = Run({"why", "--window", "1", "--idle-for", "30s", "--json"});
+  EXPECT_EQ(Finding(doc, "IDLE_HOLDER"), nullptr) << doc.dump();
+  const json* short_idle = Finding(doc, "HOLDER_IDLE_SHORT");
+  ASSERT_NE(short_idle, nullptr) << doc.dump();
+  EXPECT_EQ(EvidenceValue(*short_idle, "idle_source"), "process_history");
+  double idle_s = -1;
+  for (const json& e : (*short_idle)["evidence"]) {
+    if (e["name"] == "idle_for") idle_s = e["number"].get<double>();
+  }
+  EXPECT_GT(idle_s, 0.5);
+  EXPECT_LT(idle_s, 20);  // Not its age: it worked until t = 3 s.
+  EXPECT_NE(doc["summary"].get<std::string>().find("OK"), std::string::npos) << doc["summary"];
+
+  // clean plans nothing for it, by the same judgement.
+  json plan = Run({"clean", "--dry-run", "--json", "--window", "1", "--idle-for", "30s"});
+  ASSERT_TRUE(plan["plan"]["act"].is_array()) << plan.dump();
+  EXPECT_TRUE(plan["plan"]["act"].empty()) << plan.dump();
+
+  // Idle for a few seconds by the daemon's own looks: with --idle-for 1s it is
+  // idle, and said so by its source.
+  doc = Run({"why", "--now", "--idle-for", "1s", "--json"});
+  const json* idle = Finding(doc, "IDLE_HOLDER");
+  ASSERT_NE(idle, nullptr) << doc.dump();
+  EXPECT_EQ(EvidenceValue(*idle, "idle_source"), "process_history");
+  EXPECT_NE(EvidenceValue(*idle, "idle_for").find("gpuwardend's per-process history"),
+            std::string::npos);
+  plan = Run({"clean", "--dry-run", "--json", "--now", "--idle-for", "1s"});
+  ASSERT_EQ(plan["plan"]["act"].size(), 1u) << plan.dump();
+  EXPECT_NE(plan["plan"]["act"][0]["reason"].get<std::string>().find("per-process history"),
+            std::string::npos)
+      << plan.dump();
 }
 
 }  // namespace
