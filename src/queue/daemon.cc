@@ -319,6 +319,7 @@ class DaemonImpl final : public Daemon {
     if (oldest) snapshots_->Recycle(std::move(oldest->processes));
     const Snapshot& latest = judged_.back();
     diagnose::DiagnoseOptions dopt;
+    dopt.placement = o_.table.placement;
     std::span<const kmsg::KernelEvent> events;
     if (kernel_log_) {
       dopt.events = collect::EventAgeFor(*kernel_log_, latest, std::nullopt);
