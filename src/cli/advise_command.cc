@@ -194,13 +194,21 @@ void LookAtServer(const GlobalOptions& global, plan::Advice& advice) {
   // Judge's options carry the caller's facts and the kernel log's events.
   diagnose::DiagnoseOptions options = judged->options;
   options.need = need;
+  // The [placement] settings, as `why --need` places with them.
+  auto placement_health = LoadPlacementHealth();
+  if (!placement_health.ok()) {
+    s.note = placement_health.error().message;
+    return;
+  }
+  options.placement = *placement_health;
   std::span<const kmsg::KernelEvent> events;
   if (judged->kernel_log) events = judged->kernel_log->events;
   const diagnose::Diagnosis diagnosis = diagnose::Diagnose(judged->history, options, events);
   s.verdict = std::string(diagnose::VerdictName(diagnosis.server));
   s.summary = diagnosis.summary;
   const diagnose::Placement placed = diagnose::PlaceNeed(
-      need, diagnose::CollectRooms(latest, {}, {}, diagnosis.findings), latest.topology);
+      need, diagnose::CollectRooms(latest, {}, {}, diagnosis.findings, options.placement),
+      latest.topology);
   s.placement = std::string(placement::OutcomeName(placed.core));
   if (placed.outcome == diagnose::PlacementOutcome::kFits) s.chosen = placed.gpus;
 }

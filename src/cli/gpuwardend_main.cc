@@ -21,6 +21,7 @@
 #include "cli/cli_options.h"
 #include "cli/exit_codes.h"
 #include "cli/global_options.h"
+#include "cli/judge.h"
 #include "core/units.h"
 #include "fleet/http_listener.h"
 #include "nvml/probe.h"
@@ -206,6 +207,13 @@ int Main(int argc, char** argv) {
                                                : gw::cli::kExitNvmlUnavailable;
   }
   o.collect = *collect;
+  // The [placement] settings, as `why --need` reads them: one answer.
+  auto placement = gw::cli::LoadPlacementHealth();
+  if (!placement.ok()) {
+    std::fprintf(stderr, "gpuwardend: %s\n", placement.error().message.c_str());
+    return gw::cli::kExitBadInput;
+  }
+  o.table.placement = *placement;
   o.table.supervisor_path = SupervisorPath();
   // Blocked before the daemon starts its snapshot thread, so every thread
   // inherits the mask and the signals reach the loop's signalfd.

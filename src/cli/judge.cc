@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/progress.h"
 #include "collect/window.h"
+#include "config/config.h"
 #include "core/clock.h"
 #include "core/units.h"
 #include "fleet/trends.h"
@@ -55,6 +56,18 @@ void AskTrends(const std::string& socket, const Snapshot& latest, Judged& judged
 }
 
 }  // namespace
+
+Result<diagnose::PlacementHealth> LoadPlacementHealth() {
+  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
+  auto config =
+      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  if (!config.ok()) return MakeError("bad_input", config.error().message);
+  diagnose::PlacementHealth placement;
+  if (config->placement.use_remap_pending) {
+    placement.use_remap_pending = *config->placement.use_remap_pending;
+  }
+  return placement;
+}
 
 void FillCallerFacts(diagnose::DiagnoseOptions& options, const std::string& proc_root) {
   options.caller_uid = getuid();
@@ -111,6 +124,13 @@ Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args) {
   if (args.nvlink) {
     if (!options.need) return MakeError("usage", "--nvlink needs --need (e.g. --need 4x40G)");
     options.need->nvlink = true;
+  }
+  // Only a placement answer reads the [placement] settings: a settings file
+  // is not a reason for `why` alone to fail.
+  if (options.need) {
+    auto placement = LoadPlacementHealth();
+    if (!placement.ok()) return placement.error();
+    options.placement = *placement;
   }
 
   std::optional<double> since_s;

@@ -64,8 +64,15 @@ struct Judged {
 };
 
 // Errors: code "usage" (a bad --need) or "bad_input" (unreadable --from or
-// --kernel-log file), each naming the input.
+// --kernel-log file, or, with --need, an invalid settings file), each naming
+// the input.
 Result<Judged> Judge(const GlobalOptions& global, const JudgeArgs& args);
+
+// The [placement] settings of config.toml (config::DefaultConfigPath(); a
+// missing default file means defaults) as placement applies them: what
+// `why --need` and gpuwardend's queue both place with. Error "bad_input": the
+// file is invalid (its one-line message).
+Result<diagnose::PlacementHealth> LoadPlacementHealth();
 
 // Fills the caller's facts: uid, root, CUDA_VISIBLE_DEVICES/CUDA_DEVICE_ORDER,
 // whether this process runs in a container.

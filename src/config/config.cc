@@ -193,6 +193,30 @@ Status ReadClean(const std::string& path, const toml::table& table, CleanSetting
   return Status::Ok();
 }
 
+Status ReadPlacement(const std::string& path, const toml::table& table,
+                     PlacementSettings* placement) {
+  for (auto&& [key, node] : table) {
+    const std::string_view name = key.str();
+    if (name == "use_remap_pending") {
+      const auto* flag = node.as_boolean();
+      if (flag == nullptr) {
+        return ConfigError(path, node.source(),
+                           fmt::format("[placement] use_remap_pending: expected true or false, "
+                                       "got {}",
+                                       TypeWithArticle(node.type())));
+      }
+      placement->use_remap_pending = flag->get();
+    } else if (node.is_table()) {
+      return ConfigError(path, key.source(),
+                         fmt::format("unknown table [placement.{}]", SanitizeForTerminal(name)));
+    } else {
+      return ConfigError(path, key.source(),
+                         fmt::format("unknown key [placement] {}", SanitizeForTerminal(name)));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Config> Validate(const std::string& path, const toml::table& root) {
   Config config;
   config.path = path;
@@ -208,6 +232,16 @@ Result<Config> Validate(const std::string& path, const toml::table& root) {
                                                                  : TypeWithArticle(node.type())));
       }
       const Status status = ReadClean(path, *clean, &config.clean);
+      if (!status.ok()) return status.error();
+    } else if (name == "placement") {
+      const toml::table* placement = node.as_table();
+      if (placement == nullptr) {
+        return ConfigError(path, key.source(),
+                           fmt::format("[placement] must be a table, got {}",
+                                       node.is_array_of_tables() ? "an array of tables"
+                                                                 : TypeWithArticle(node.type())));
+      }
+      const Status status = ReadPlacement(path, *placement, &config.placement);
       if (!status.ok()) return status.error();
     } else if (node.is_table() || node.is_array_of_tables()) {
       return ConfigError(path, key.source(),

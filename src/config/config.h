@@ -1,6 +1,7 @@
 // gpuwarden's settings file: a small TOML file, /etc/gpuwarden/config.toml by
-// default, written by the administrator. Today it holds only the [clean] table
-// (safety settings of `gpuwarden clean` / `gpuwarden kill`).
+// default, written by the administrator. It holds the [clean] table (safety
+// settings of `gpuwarden clean` / `gpuwarden kill`) and the [placement] table
+// (which degraded GPUs `why --need` and the queue may still place work on).
 //
 // Validation is strict on purpose: an unknown table or key, a wrong type or an
 // out-of-range value is an error, never ignored, so that a typo cannot
@@ -35,10 +36,20 @@ struct CleanSettings {
   std::optional<std::string> audit_log;
 };
 
+// The [placement] table: read by `why --need` (diagnose::DiagnoseOptions) and
+// gpuwardend's queue (queue::JobTableOptions) alike, so that both give one
+// answer. Unset values are std::nullopt: diagnose::PlacementHealth's default.
+struct PlacementSettings {
+  // `use_remap_pending = true|false`: a GPU whose only health problem is a
+  // pending row remap takes new work (default true).
+  std::optional<bool> use_remap_pending;
+};
+
 struct Config {
   std::string path;    // The file read ("" when none was).
   bool found = false;  // False: the default file does not exist; defaults apply.
   CleanSettings clean;
+  PlacementSettings placement;
 };
 
 // The path to read: $GPUWARDEN_CONFIG when set and non-empty, else
@@ -51,9 +62,10 @@ std::string DefaultConfigPath();
 // result is a default Config with path = `path` and found = false. When
 // explicit_path is true (the user named the file) it is an error.
 //
-// Accepted content: an empty file, or a [clean] table with the keys `protect`
+// Accepted content: an empty file, a [clean] table with the keys `protect`
 // (array of strings), `grace`, `settle` (duration strings for ParseDuration,
-// core/units.h, between 0 and 1 day) and `audit_log` (string).
+// core/units.h, between 0 and 1 day) and `audit_log` (string), and a
+// [placement] table with the key `use_remap_pending` (boolean).
 //
 // Errors have code "bad_input" and a one-line message that starts with the
 // file and, when the problem has a place, its line:

@@ -73,6 +73,29 @@ TEST_F(ConfigTest, PartialTableLeavesTheRestUnset) {
   EXPECT_TRUE(config->clean.protect.empty());
 }
 
+TEST_F(ConfigTest, PlacementTable) {
+  const Result<Config> unset = LoadConfig(Write("[clean]\ngrace = \"1s\"\n"), true);
+  ASSERT_TRUE(unset.ok()) << unset.error().message;
+  EXPECT_FALSE(unset->placement.use_remap_pending);
+  const Result<Config> off = LoadConfig(Write("[placement]\nuse_remap_pending = false\n"), true);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->placement.use_remap_pending, false);
+  const Result<Config> on = LoadConfig(Write("placement.use_remap_pending = true\n"), true);
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_EQ(on->placement.use_remap_pending, true);
+}
+
+TEST_F(ConfigTest, PlacementTableIsStrict) {
+  EXPECT_THAT(LoadError("[placement]\nuse_remap_pending = \"yes\"\n"),
+              HasSubstr(":2: [placement] use_remap_pending: expected true or false, got a string"));
+  EXPECT_THAT(LoadError("[placement]\nuse_remap_pendng = true\n"),
+              HasSubstr(":2: unknown key [placement] use_remap_pendng"));
+  EXPECT_THAT(LoadError("[placement.remap]\nx = 1\n"),
+              HasSubstr("unknown table [placement.remap]"));
+  EXPECT_THAT(LoadError("placement = 1\n"),
+              HasSubstr("[placement] must be a table, got an integer"));
+}
+
 TEST_F(ConfigTest, DottedAndInlineFormsAreTheSameTable) {
   const Result<Config> dotted = LoadConfig(Write("clean.grace = \"1d\"\n"), true);
   ASSERT_TRUE(dotted.ok()) << dotted.error().message;

@@ -788,12 +788,14 @@ constexpr FindingSpec kSpecs[] = {
      .actor = A::kAdmin,
      .title = "A row remap waits for a GPU reset",
      .next_steps = "nvidia-smi -q -d ROW_REMAPPER -i <gpu>\n"
-                   "admin: drain the GPU and reset it (sudo nvidia-smi -r -i <gpu>) to activate "
-                   "the remap",
+                   "admin: reset it when idle (sudo nvidia-smi -r -i <gpu>, with no process on "
+                   "it; gpuwarden reset --plan <gpu> lists what is in the way) to activate the "
+                   "remap",
      .explanation =
          "Ampere and later GPUs repair failing memory rows by remapping them to spare rows. A "
          "remap is pending: it takes effect at the next GPU reset. Until then the GPU runs "
-         "with the failing row."},
+         "with the failing row; by NVIDIA's guidance it stays usable, so `why --need` and the "
+         "queue still place work on it (last), unless [placement] use_remap_pending = false."},
     {.code = "ROW_REMAP_FAILED",
      .severity = S::kCritical,
      .category = C::kMemory,

@@ -139,12 +139,26 @@ HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& lat
   return report;
 }
 
-std::map<unsigned, std::string> UnhealthyGpus(std::span<const Finding> findings) {
+bool AllowedByPlacement(const Finding& finding, const PlacementHealth& placement) {
+  if (!IsHealthFinding(finding) || HealthOfVerdict(finding.implies) != Health::kDegraded) {
+    return false;
+  }
+  return finding.code == "ROW_REMAP_PENDING" && placement.use_remap_pending;
+}
+
+bool BlocksPlacement(const Finding& finding, const PlacementHealth& placement) {
+  if (!IsHealthFinding(finding)) return false;
+  const Health h = HealthOfVerdict(finding.implies);
+  if (h != Health::kDegraded && h != Health::kFailed) return false;
+  return !AllowedByPlacement(finding, placement);
+}
+
+std::map<unsigned, std::string> UnhealthyGpus(std::span<const Finding> findings,
+                                              const PlacementHealth& placement) {
   std::map<unsigned, std::pair<Health, const Finding*>> worst;
   for (const Finding& f : findings) {
-    if (!IsHealthFinding(f)) continue;
+    if (!BlocksPlacement(f, placement)) continue;
     const Health h = HealthOfVerdict(f.implies);
-    if (h != Health::kDegraded && h != Health::kFailed) continue;
     for (unsigned g : f.gpus) {
       auto [it, inserted] = worst.try_emplace(g, h, &f);
       // The worst finding names the reason; the first of equals (ranked order).
@@ -156,6 +170,19 @@ std::map<unsigned, std::string> UnhealthyGpus(std::span<const Finding> findings)
   std::map<unsigned, std::string> out;
   for (const auto& [gpu, why] : worst)
     out.emplace(gpu, why.second->code + ": " + why.second->message);
+  return out;
+}
+
+std::map<unsigned, std::string> ResetPendingGpus(std::span<const Finding> findings,
+                                                 const PlacementHealth& placement) {
+  const std::map<unsigned, std::string> unhealthy = UnhealthyGpus(findings, placement);
+  std::map<unsigned, std::string> out;
+  for (const Finding& f : findings) {
+    if (!AllowedByPlacement(f, placement)) continue;
+    for (unsigned g : f.gpus) {
+      if (!unhealthy.count(g)) out.try_emplace(g, f.code + ": " + f.message);
+    }
+  }
   return out;
 }
 

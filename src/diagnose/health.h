@@ -25,6 +25,7 @@
 
 #include "core/snapshot.h"
 #include "diagnose/finding.h"
+#include "diagnose/rules.h"
 
 namespace gw::diagnose {
 
@@ -74,11 +75,38 @@ struct HealthReport {
 // report points into `findings`, which must outlive it.
 HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& latest);
 
+// Placement and health: the one rule, for `why --need` and the queue alike.
+//
+// A health finding that marks its GPU DEGRADED or FAULT keeps new work off
+// it, except where `placement` allows the finding: ROW_REMAP_PENDING alone
+// (use_remap_pending, the default). NVIDIA's guidance: a pending remap leaves
+// the GPU usable; the next GPU reset activates it. Every other degraded
+// finding keeps the GPU out, the contained uncorrectable error
+// (ECC_DBE_CONTAINED, whose remap also waits for a reset) included: NVIDIA
+// says the other applications keep running, not that new work should start
+// before the reset (docs/diagnosis.md "Placement").
+
+// True when `finding` is a health finding of DEGRADED or worse that keeps new
+// work off its GPUs under `placement`.
+bool BlocksPlacement(const Finding& finding, const PlacementHealth& placement);
+
+// True when `finding` is a DEGRADED health finding that `placement` lets new
+// work start beside (ROW_REMAP_PENDING with use_remap_pending): usable, with
+// a reset to run when the GPU is idle.
+bool AllowedByPlacement(const Finding& finding, const PlacementHealth& placement);
+
 // The GPUs on which no new work should start for their health: those a
-// health finding marks DEGRADED or FAULT, each with "CODE: message" of the
+// finding that BlocksPlacement() is about, each with "CODE: message" of the
 // worst such finding. (Unread GPUs are left to placement, which never uses a
 // GPU it could not read.)
-std::map<unsigned, std::string> UnhealthyGpus(std::span<const Finding> findings);
+std::map<unsigned, std::string> UnhealthyGpus(std::span<const Finding> findings,
+                                              const PlacementHealth& placement = {});
+
+// The GPUs that take new work although a health finding is about them (every
+// such finding AllowedByPlacement()): GPU -> "CODE: message" of the first.
+// Placement uses them last and says why (a reset waits for them).
+std::map<unsigned, std::string> ResetPendingGpus(std::span<const Finding> findings,
+                                                 const PlacementHealth& placement = {});
 
 }  // namespace gw::diagnose
 

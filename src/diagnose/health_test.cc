@@ -181,6 +181,37 @@ TEST(Health, UnhealthyGpusForTheQueue) {
   EXPECT_EQ(unhealthy.at(1), "GPU_LOST: GPU 1 is lost");
 }
 
+// The one placement rule: a pending row remap alone leaves a GPU usable (by
+// default), with a reset pending; every other degraded finding keeps it out.
+TEST(Health, PendingRowRemapAloneAllowsPlacement) {
+  const std::vector<Finding> findings = {
+      Make("ROW_REMAP_PENDING", {1}, "GPU 1 has a row remap waiting for a GPU reset"),
+      Make("ROW_REMAP_PENDING", {2}, "GPU 2 has a row remap waiting for a GPU reset"),
+      Make("NVLINK_DOWN", {2}, "GPU 2 has NVLinks down"),
+      Make("ECC_DBE_CONTAINED", {3}, "GPU 3 contained an uncorrectable error"),
+      Make("PCIE_LINK_DEGRADED", {4}, "GPU 4's PCIe link runs at x8"),
+      Make("RETIRED_PAGES_PENDING", {5}, "GPU 5 has a page retirement waiting for a reset")};
+  const PlacementHealth by_default;
+  EXPECT_TRUE(by_default.use_remap_pending);
+  EXPECT_TRUE(AllowedByPlacement(findings[0], by_default));
+  EXPECT_FALSE(BlocksPlacement(findings[0], by_default));
+  const auto unhealthy = UnhealthyGpus(findings, by_default);
+  EXPECT_EQ(unhealthy.count(1), 0u);
+  EXPECT_EQ(unhealthy.at(2), "NVLINK_DOWN: GPU 2 has NVLinks down");
+  EXPECT_EQ(unhealthy.count(3), 1u);  // Contained, but kept out until the reset.
+  EXPECT_EQ(unhealthy.count(4), 1u);
+  EXPECT_EQ(unhealthy.count(5), 1u);
+  const auto pending = ResetPendingGpus(findings, by_default);
+  ASSERT_EQ(pending.size(), 1u);  // Not GPU 2: its NVLinks keep it out.
+  EXPECT_EQ(pending.at(1), "ROW_REMAP_PENDING: GPU 1 has a row remap waiting for a GPU reset");
+
+  const PlacementHealth strict{.use_remap_pending = false};
+  EXPECT_TRUE(BlocksPlacement(findings[0], strict));
+  EXPECT_EQ(UnhealthyGpus(findings, strict).at(1),
+            "ROW_REMAP_PENDING: GPU 1 has a row remap waiting for a GPU reset");
+  EXPECT_TRUE(ResetPendingGpus(findings, strict).empty());
+}
+
 // The whole engine: the diagnosis of a snapshot with a GPU that could not be
 // opened makes the health unknown.
 TEST(Health, FromTheDiagnosis) {

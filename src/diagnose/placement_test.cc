@@ -227,6 +227,127 @@ TEST(UnhealthyGpusTest, HardwareFindingsOfDegradedOrWorse) {
   EXPECT_EQ(unfit.at(1), "NVLINK_DOWN: m");
 }
 
+// The server: four 80 GiB GPUs with 40+ GiB free, GPU 1 with a row
+// remap pending (and nothing else wrong), GPU 3 busy with 12 GiB left.
+Snapshot RemapPendingServer() {
+  Snapshot s = HealthyServer(4);
+  s.topology.clear();  // Unknown: the first GPUs in preference order.
+  GpuAt(s, 1)->remapped_rows.pending = true;
+  GpuAt(s, 1)->remapped_rows.correctable = 1;
+  AddProcess(s, {.pid = 771004, .gpu = 3, .bytes = 67 * kGiB + 512 * kMiB - kMiB});
+  SetLoad(s, 3, 84);
+  return s;
+}
+
+std::vector<const Evidence*> AllEvidenceNamed(const Finding& f, std::string_view name) {
+  std::vector<const Evidence*> out;
+  for (const Evidence& e : f.evidence) {
+    if (e.name == name) out.push_back(&e);
+  }
+  return out;
+}
+
+TEST(RemapPendingTest, NeedFitsOnAPendingRemapGpuAndSaysSo) {
+  const Snapshot s = RemapPendingServer();
+  DiagnoseOptions o;
+  o.need = NeedRequest{.gpus = 3, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  const Diagnosis d = DiagnoseOne(s, o);
+  EXPECT_EQ(Find(d.findings, "FRAGMENTED"), nullptr) << d.summary;
+  const Finding* fits = Find(d.findings, "NEED_FITS");
+  ASSERT_NE(fits, nullptr) << d.summary;
+  std::vector<unsigned> gpus = fits->gpus;
+  std::sort(gpus.begin(), gpus.end());
+  EXPECT_THAT(gpus, ElementsAre(0, 1, 2));
+  EXPECT_THAT(fits->message, HasSubstr("GPU 1 has a row remap pending; usable"));
+  EXPECT_THAT(fits->message, HasSubstr("gpuwarden reset --plan 1"));
+  const auto caveat = AllEvidenceNamed(*fits, "reset_pending");
+  ASSERT_EQ(caveat.size(), 1u);
+  EXPECT_EQ(caveat[0]->number, 1.0);
+  EXPECT_THAT(caveat[0]->value, HasSubstr("GPU 1: row remap pending (usable; reset it when idle"));
+  // GPU 3 could not take it: named with its room and its holder.
+  const auto excluded = AllEvidenceNamed(*fits, "excluded");
+  ASSERT_EQ(excluded.size(), 1u);
+  EXPECT_EQ(excluded[0]->number, 3.0);
+  EXPECT_THAT(excluded[0]->value, HasSubstr("GPU 3: 12 GiB free of the 40 GiB asked"));
+  EXPECT_THAT(excluded[0]->value, HasSubstr("PID 771004"));
+  // The answer is OK; the GPU itself stays DEGRADED, and line 1 does not add
+  // the remap as a "but" it already spoke of.
+  EXPECT_EQ(d.server, Verdict::kOk);
+  EXPECT_THAT(d.summary, HasSubstr("GPU 1 has a row remap pending; usable"));
+  EXPECT_THAT(d.summary, ::testing::Not(HasSubstr("; but")));
+  EXPECT_EQ(d.gpus[1].verdict, Verdict::kDegraded);
+  EXPECT_EQ(d.gpus[1].state, GpuState::kDegraded);
+
+  // Two GPUs: the healthy ones first; the pending-remap GPU stays idle for its reset.
+  o.need = NeedRequest{.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  const Diagnosis two = DiagnoseOne(s, o);
+  const Finding* fits2 = Find(two.findings, "NEED_FITS");
+  ASSERT_NE(fits2, nullptr) << two.summary;
+  EXPECT_THAT(fits2->gpus, ElementsAre(0, 2));
+  EXPECT_TRUE(AllEvidenceNamed(*fits2, "reset_pending").empty());
+  // Not placed on it: line 1 still says what is wrong with the server.
+  EXPECT_THAT(two.summary, HasSubstr("; but GPU 1 has a row remap waiting for a GPU reset"));
+}
+
+TEST(RemapPendingTest, ConfigOffLeavesTheGpuOutNamedWithItsReset) {
+  const Snapshot s = RemapPendingServer();
+  DiagnoseOptions o;
+  o.need = NeedRequest{.gpus = 3, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  o.placement.use_remap_pending = false;
+  const Diagnosis d = DiagnoseOne(s, o);
+  const Finding* frag = Find(d.findings, "FRAGMENTED");
+  ASSERT_NE(frag, nullptr) << d.summary;
+  EXPECT_THAT(frag->message, HasSubstr("only 2 GPUs have 40 GiB free"));
+  EXPECT_THAT(frag->message, HasSubstr("left out: GPU 1 (row remap pending), GPU 3 (12 GiB free)"));
+  const auto excluded = AllEvidenceNamed(*frag, "excluded");
+  ASSERT_EQ(excluded.size(), 2u);
+  EXPECT_EQ(excluded[0]->number, 1.0);
+  EXPECT_THAT(excluded[0]->value, HasSubstr("GPU 1: row remap pending"));
+  EXPECT_THAT(excluded[0]->value,
+              HasSubstr("reset it when idle to activate the remap: see gpuwarden reset --plan 1"));
+  EXPECT_EQ(excluded[1]->number, 3.0);
+  // The total quoted counts only the GPUs placement could use: 0, 2 and 3,
+  // each less the margin; never GPU 1's 79.5 GiB.
+  const uint64_t room = 80 * kGiB - 512 * kMiB - kMiB - kMargin;
+  const uint64_t want_total = 2 * room + (12 * kGiB - kMargin);
+  EXPECT_EQ(EvidenceNumber(*frag, "free_total"), static_cast<double>(want_total));
+  EXPECT_THAT(frag->message, HasSubstr("adds up to " + FormatBytes(want_total)));
+  // Work holds the room it needs on the usable GPUs: BUSY, and line 1 names GPU 1.
+  EXPECT_EQ(d.server, Verdict::kBusy) << d.summary;
+  EXPECT_THAT(d.summary, HasSubstr("left out: GPU 1 (row remap pending)"));
+}
+
+TEST(RemapPendingTest, DescribeLeftOutNamesEachReasonAndStep) {
+  Snapshot s = HealthyServer(6);
+  s.topology.clear();
+  AddProcess(s, {.pid = 4242, .gpu = 3, .bytes = 68 * kGiB});
+  GpuAt(s, 2)->unreachable = ProbeError{"nvml", "no_permission", "Insufficient Permissions", 2u, 4};
+  GpuAt(s, 2)->memory = MemoryInfo{};
+  GpuAt(s, 4)->mig_mode_current = true;
+  GpuAt(s, 5)->unreachable = ProbeError{"nvml", "gpu_lost", "GPU is lost", 5u, 15};
+  GpuAt(s, 5)->memory = MemoryInfo{};
+  std::vector<Finding> findings;
+  Finding idle = CatalogFinding("IDLE_HOLDER", {3}, "PID 4242 holds 68 GiB on GPU 3");
+  idle.evidence.push_back({std::string(kHeldEvidence), "30 GiB", 30.0 * kGiB, "bytes"});
+  findings.push_back(idle);
+  Finding lost = CatalogFinding("XID_FATAL", {5}, "GPU 5 fell off the bus (Xid 79)");
+  lost.next_steps = {"sudo dmesg -T | grep -i xid",
+                     "admin: drain the server and reboot; check power"};
+  findings.push_back(lost);
+  const std::vector<GpuRoom> rooms = CollectRooms(s, {}, {}, findings);
+  const NeedRequest need{.gpus = 4, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  const Placement p = PlaceNeed(need, rooms, s.topology);
+  const std::vector<Exclusion> left = DescribeLeftOut(need, p, rooms, s, findings, {});
+  ASSERT_EQ(left.size(), 4u);
+  EXPECT_EQ(left[0].text, "GPU 2: could not be read (Insufficient Permissions)");
+  EXPECT_THAT(left[1].text, HasSubstr("GPU 3: 11.5 GiB free of the 40 GiB asked"));
+  EXPECT_THAT(left[1].text, HasSubstr("30 GiB held by idle holders: gpuwarden clean --gpu 3"));
+  EXPECT_THAT(left[2].text, HasSubstr("GPU 4: in MIG mode"));
+  EXPECT_EQ(left[3].text,
+            "GPU 5: fell off the bus (Xid 79) [XID_FATAL]: admin: drain the server and reboot; "
+            "check power");
+}
+
 TEST(CollectRoomsTest, FreeFromUsedWhenFreeUnknown) {
   Snapshot s = HealthyServer(1);
   GpuAt(s, 0)->memory.free_bytes.reset();

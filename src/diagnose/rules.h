@@ -45,6 +45,17 @@ Result<NeedRequest> ParseNeed(std::string_view text);
 // The need as text, as ParseNeed reads it back: "2x24 GiB+nvlink" -> "2x24G+nvlink".
 std::string FormatNeed(const NeedRequest& need);
 
+// Which health findings still let new work be placed on their GPU: the one
+// rule that `why --need` and the queue place with (health.h, UnhealthyGpus;
+// docs/diagnosis.md "Placement"). Set from config.toml's [placement] table.
+struct PlacementHealth {
+  // A GPU whose only health finding is ROW_REMAP_PENDING takes new work:
+  // NVIDIA's guidance is that a pending remap leaves the GPU usable and the
+  // next reset activates it. Such a GPU is placed on last (so that it may be
+  // idle for the reset) and the answer says so. False: it is left out.
+  bool use_remap_pending = true;
+};
+
 // Thresholds and the caller's context. Defaults are documented in
 // docs/diagnosis.md; the catalog's texts quote them.
 struct DiagnoseOptions {
@@ -87,6 +98,8 @@ struct DiagnoseOptions {
 
   // The caller's request (--need); enables the placement findings.
   Opt<NeedRequest> need;
+  // Which degraded GPUs placement may still use ([placement] in config.toml).
+  PlacementHealth placement;
   // Who asks: decides whose processes are "yours" and what a non-root caller
   // cannot see.
   Opt<uid_t> caller_uid;
@@ -105,7 +118,7 @@ struct DiagnoseOptions {
   // (idle_time.h): how long each holder has been idle. Null: no history.
   std::shared_ptr<const ActivityHistory> activity_history;
   // Names the administrator protects beyond the known processes (config
-  // `protect`, --protect): proc::IsProtected's rule, which clean applies too.
+  // `protect`, --protect): proc::ProtectedName's rule, which clean applies too.
   std::vector<std::string> protect;
 
   // Which kernel-log events are current (the running boot, --since, the age

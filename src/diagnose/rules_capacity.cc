@@ -114,7 +114,7 @@ void RuleComputeSaturated(const RuleContext& ctx, std::vector<Finding>& out) {
   // Would the caller's need fit on the GPUs that are not saturated?
   bool need_blocked = false;
   if (o.need) {
-    std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out);
+    std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out, o.placement);
     for (GpuRoom& room : rooms) {
       if (saturated.count(room.index)) room.usable = false;
     }
@@ -177,7 +177,7 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   const Snapshot& latest = ctx.latest();
   const NeedRequest& need = *o.need;
   // Health from the findings of the rules before this one (health rules run first).
-  std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out);
+  std::vector<GpuRoom> rooms = CollectRooms(latest, {}, {}, out, o.placement);
   const std::string need_text = FormatNeed(need);
   const double wanted_gib = Gib(need.bytes_per_gpu) * need.gpus;
   if (rooms.empty()) {
@@ -192,13 +192,35 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
     return;
   }
   Placement p = PlaceNeed(need, rooms, latest.topology);
+  // Every GPU left out, with its reason and the step that brings it back; the
+  // GPUs used although a reset waits for them. Totals and counts quoted below
+  // are of the usable GPUs only (the core's room_total, gpus_with_room).
+  const std::vector<Exclusion> left_out = DescribeLeftOut(need, p, rooms, latest, out, o.placement);
+  const std::vector<Exclusion> caveats = DescribeResetPending(p, rooms);
+  // "; left out: GPU 1 (row remap pending), GPU 3 (39.2 GiB free)".
+  auto left_out_text = [&]() {
+    if (left_out.empty()) return std::string();
+    // The first few on the line; the evidence names every one.
+    constexpr size_t kShownLeftOut = 4;
+    std::vector<std::string> parts;
+    for (const Exclusion& e : left_out) {
+      if (parts.size() == kShownLeftOut) break;
+      parts.push_back(fmt::format("GPU {} ({})", e.gpu, e.brief));
+    }
+    if (left_out.size() > kShownLeftOut) {
+      parts.push_back(fmt::format("{} more", left_out.size() - kShownLeftOut));
+    }
+    return fmt::format("; left out: {}", fmt::join(parts, ", "));
+  };
 
   std::string per_gpu;
   for (const GpuRoom& room : rooms) {
     if (!per_gpu.empty()) per_gpu += ", ";
-    per_gpu += fmt::format(
-        "{}: {}{}", room.index, room.free_bytes ? FormatBytes(*room.free_bytes) : "unknown",
-        room.usable ? "" : fmt::format(" ({})", placement::BlockText(room.block)));
+    per_gpu += fmt::format("{}: {}{}", room.index,
+                           room.free_bytes ? FormatBytes(*room.free_bytes) : "unknown",
+                           !room.usable ? fmt::format(" ({})", placement::BlockText(room.block))
+                           : room.reset_pending.empty() ? std::string()
+                                                        : std::string(" (usable, reset pending)"));
   }
   StepValues values;
   values.need = need_text;
@@ -213,6 +235,13 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
         if (!where.empty()) where += ", ";
         where += fmt::format("GPU {} ({} free)", g, FormatBytes(room->free_bytes.value_or(0)));
       }
+      // A GPU used with a reset pending says so: usable, reset it when idle.
+      for (const Exclusion& c : caveats) {
+        where += fmt::format(
+            "; GPU {} has a {}; usable (reset it when idle: gpuwarden reset "
+            "--plan {})",
+            c.gpu, c.brief, c.gpu);
+      }
       f = MakeFinding("NEED_FITS", p.gpus, {},
                       fmt::format("Your need {} fits now on {}", need_text, where), wanted_gib);
       values.gpus = GpuList(f.gpus);
@@ -225,20 +254,20 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
               ? fmt::format("{} GPUs have {} free each, but no {} of them are all joined by "
                             "NVLink, as {} asks",
                             p.gpus_with_room, FormatBytes(need.bytes_per_gpu), need.gpus, need_text)
-              : fmt::format("Free memory adds up to {}, enough for {}, but only {} GPU{} "
-                            "{} {} free",
+              : fmt::format("Free memory of the usable GPUs adds up to {}, enough for {}, but "
+                            "only {} GPU{} {} {} free{}",
                             FormatBytes(p.free_total), need_text, p.gpus_with_room,
                             p.gpus_with_room == 1 ? "" : "s",
-                            p.gpus_with_room == 1 ? "has" : "have",
-                            FormatBytes(need.bytes_per_gpu)),
+                            p.gpus_with_room == 1 ? "has" : "have", FormatBytes(need.bytes_per_gpu),
+                            left_out_text()),
           wanted_gib);
       break;
     case PlacementOutcome::kUnsatisfiable:
-      f = MakeFinding(
-          "NEED_UNSATISFIABLE", {}, {},
-          fmt::format("Your need {} wants {} free; all usable GPUs together have {}", need_text,
-                      FormatBytes(need.bytes_per_gpu * need.gpus), FormatBytes(p.free_total)),
-          wanted_gib);
+      f = MakeFinding("NEED_UNSATISFIABLE", {}, {},
+                      fmt::format("Your need {} wants {} free; all usable GPUs together have {}{}",
+                                  need_text, FormatBytes(need.bytes_per_gpu * need.gpus),
+                                  FormatBytes(p.free_total), left_out_text()),
+                      wanted_gib);
       break;
     case PlacementOutcome::kNeverFits: {
       using Kind = placement::NeverWhy::Kind;
@@ -268,7 +297,7 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
       // otherwise name the GPUs that cannot take work. A GPU unreachable
       // because it is known broken (lost, fallen off the bus) is not
       // "unread": the need waits on a fault.
-      const std::map<unsigned, std::string> unhealthy = UnhealthyGpus(out);
+      const std::map<unsigned, std::string> unhealthy = UnhealthyGpus(out, o.placement);
       std::string bad;
       bool unread = true;
       for (unsigned g : p.unusable) {
@@ -311,6 +340,12 @@ void RuleNeed(const RuleContext& ctx, std::vector<Finding>& out) {
   f.evidence.push_back(NumberEvidence("gpus_with_room", p.gpus_with_room, "count",
                                       fmt::format("{}", p.gpus_with_room)));
   f.evidence.push_back(TextEvidence("free_per_gpu", per_gpu));
+  for (const Exclusion& c : caveats) {
+    f.evidence.push_back(NumberEvidence("reset_pending", c.gpu, "gpu", c.text));
+  }
+  for (const Exclusion& e : left_out) {
+    f.evidence.push_back(NumberEvidence("excluded", e.gpu, "gpu", e.text));
+  }
   AddCatalogSteps(f, values);
   out.push_back(std::move(f));
 }

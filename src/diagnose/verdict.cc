@@ -9,6 +9,7 @@
 
 #include "core/slurm_lookup.h"
 #include "core/units.h"
+#include "diagnose/health.h"
 #include "diagnose/placement.h"
 #include "diagnose/rule_context.h"
 
@@ -128,7 +129,7 @@ const Finding* FirstWithCode(std::span<const Finding> findings, std::string_view
 // Whether the need fits once the reclaimable holders are freed (their
 // memory, and exclusive-mode GPUs whose only users they are).
 bool FitsAfterReclaim(const Snapshot& latest, std::span<const Finding> ranked,
-                      const NeedRequest& need) {
+                      const NeedRequest& need, const PlacementHealth& health) {
   const Reclaim reclaim = CollectReclaim(ranked);
   if (reclaim.bytes.empty() && reclaim.pids.empty()) return false;
   std::set<unsigned> exclusive_freed;
@@ -140,13 +141,30 @@ bool FitsAfterReclaim(const Snapshot& latest, std::span<const Finding> ranked,
       exclusive_freed.insert(f.gpus.front());
     }
   }
-  std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed, ranked);
+  std::vector<GpuRoom> rooms = CollectRooms(latest, reclaim.bytes, exclusive_freed, ranked, health);
   return PlaceNeed(need, rooms, latest.topology).outcome == PlacementOutcome::kFits;
+}
+
+// Whether a GPU whose state is DEGRADED may still take the need: every
+// finding about it of DEGRADED or worse is one placement allows (a pending
+// row remap, health.h), as the need rule judged it.
+bool DegradedButPlaceable(const GpuVerdict& g, std::span<const Finding> ranked,
+                          const PlacementHealth& health) {
+  if (g.state != GpuState::kDegraded) return false;
+  for (size_t k : g.findings) {
+    const Finding& f = ranked[k];
+    if (VerdictRank(f.implies) >= VerdictRank(Verdict::kDegraded) &&
+        !AllowedByPlacement(f, health)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The server's verdict on a stated need (Diagnosis::server).
 Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
-                   std::span<const Finding> ranked, const NeedRequest& need) {
+                   std::span<const Finding> ranked, const NeedRequest& need,
+                   const PlacementHealth& health) {
   if (FirstWithCode(ranked, "NEED_UNCHECKED") != nullptr) return Verdict::kUnknown;
   if (FirstWithCode(ranked, "NEED_EXCEEDS_SERVER") != nullptr) return Verdict::kNeverFits;
   if (FirstWithCode(ranked, "NEED_FITS") != nullptr) return Verdict::kOk;
@@ -154,7 +172,7 @@ Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
       FirstWithCode(ranked, "NEED_UNSATISFIABLE") == nullptr) {
     return Verdict::kUnknown;  // The need rule could not judge (no GPU memory known).
   }
-  if (FitsAfterReclaim(latest, ranked, need)) return Verdict::kReclaimable;
+  if (FitsAfterReclaim(latest, ranked, need, health)) return Verdict::kReclaimable;
   // Would it fit on the GPUs that can take work, were they empty? Then work
   // holds the room: BUSY. Otherwise it needs GPUs that are broken, degraded
   // or unreadable: their verdict.
@@ -167,10 +185,11 @@ Verdict AnswerNeed(const Snapshot& latest, std::span<const GpuVerdict> gpus,
     all.insert(gpu.index);
   }
   // CollectRooms gives every GPU of the snapshot a room (unreadable ones blocked).
-  std::vector<GpuRoom> empty = CollectRooms(latest, everything, all, ranked);
+  std::vector<GpuRoom> empty = CollectRooms(latest, everything, all, ranked, health);
   for (GpuRoom& room : empty) {
     for (const GpuVerdict& g : gpus) {
       if (g.index != room.index) continue;
+      if (DegradedButPlaceable(g, ranked, health)) continue;
       if (g.state == GpuState::kFault || g.state == GpuState::kDegraded ||
           g.state == GpuState::kUnknown) {
         room.usable = false;
@@ -218,14 +237,22 @@ std::string FreeAndRoomText(std::span<const GpuVerdict> gpus) {
 // Line 1 with a stated need: the answer to the need, then what stands in its
 // way or what else is wrong.
 std::string NeedSummary(Verdict server, std::span<const GpuVerdict> gpus,
-                        std::span<const Finding> ranked, const NeedRequest& need) {
+                        std::span<const Finding> ranked, const NeedRequest& need,
+                        const PlacementHealth& health_rule) {
   const std::string head(VerdictName(server));
   const std::string need_text = FormatNeed(need);
   const Finding* why_not = FirstWithCode(ranked, "FRAGMENTED");
   if (why_not == nullptr) why_not = FirstWithCode(ranked, "NEED_UNSATISFIABLE");
   // The worst health finding, for "but" and for a need the broken GPUs block.
+  // Not one the answer already speaks of: a pending repair on a GPU the need
+  // is placed on ("GPU 1 has a row remap pending; usable").
+  const Finding* fits = FirstWithCode(ranked, "NEED_FITS");
   const Finding* health = nullptr;
   for (const Finding& f : ranked) {
+    if (fits != nullptr && AllowedByPlacement(f, health_rule) &&
+        std::all_of(f.gpus.begin(), f.gpus.end(), [&](unsigned g) { return About(*fits, g); })) {
+      continue;
+    }
     if (VerdictRank(f.implies) >= VerdictRank(Verdict::kDegraded)) {
       health = &f;
       break;
@@ -233,7 +260,6 @@ std::string NeedSummary(Verdict server, std::span<const GpuVerdict> gpus,
   }
   switch (server) {
     case Verdict::kOk: {
-      const Finding* fits = FirstWithCode(ranked, "NEED_FITS");
       std::string text = fmt::format("{} — {}", head, fits ? fits->message : "your need fits now");
       if (health != nullptr) text += "; but " + health->message;
       return text;
@@ -451,7 +477,7 @@ Verdict JudgeServer(const Snapshot& latest, std::span<const GpuVerdict> gpus,
                     std::span<const Finding> ranked, const DiagnoseOptions& options) {
   // A stated need is answered first: line 1 and the exit code say whether it
   // can start, before any health finding.
-  if (options.need) return AnswerNeed(latest, gpus, ranked, *options.need);
+  if (options.need) return AnswerNeed(latest, gpus, ranked, *options.need, options.placement);
 
   int worst = 0;
   for (const GpuVerdict& g : gpus) worst = std::max(worst, VerdictRank(g.verdict));
@@ -492,7 +518,7 @@ std::string ServerSummary(Verdict server, std::span<const GpuVerdict> gpus,
                          [&](const GpuVerdict& g) { return g.verdict == v; });
   };
 
-  if (options.need) return NeedSummary(server, gpus, ranked, *options.need);
+  if (options.need) return NeedSummary(server, gpus, ranked, *options.need, options.placement);
 
   if (server == Verdict::kFault || server == Verdict::kDegraded) {
     // The top finding speaks for its GPUs; others about the same GPUs (e.g.

@@ -248,7 +248,9 @@ TEST(VerdictTest, NeedDecidesTheServer) {
   o.need = *ParseNeed("2x40G");
   Diagnosis d = DiagnoseOne(s, o);
   EXPECT_EQ(d.server, Verdict::kBusy);  // Only GPU 3 has 40 GiB free.
-  EXPECT_THAT(d.summary, HasSubstr("BUSY — your need 2x40G does not fit now: Free memory adds up"));
+  EXPECT_THAT(
+      d.summary,
+      HasSubstr("BUSY — your need 2x40G does not fit now: Free memory of the usable GPUs adds up"));
   EXPECT_THAT(d.summary, HasSubstr("room would come from GPU 0: PID 100 python (bob): 60 GiB"));
 
   // An idle holder on GPU 2 would make room.

@@ -127,6 +127,7 @@ Candidate Assess(const GpuFacts& facts) {
   c.total_bytes = facts.total_bytes;
   c.reserved_bytes = facts.reserved_bytes;
   c.util_pct = facts.util_pct;
+  c.reset_pending = facts.reset_pending;
   c.exclusive = facts.compute_mode && (*facts.compute_mode == ComputeMode::kExclusiveProcess ||
                                        *facts.compute_mode == ComputeMode::kExclusiveThread);
   if (facts.free_bytes && facts.total_bytes) {
@@ -316,6 +317,8 @@ NeverWhy Server::WhyNever(const Request& request) const {
 }
 
 bool Server::Better(unsigned a, unsigned b, std::span<const int64_t> room) const {
+  // A GPU waiting for a reset last: it should be idle for it.
+  if (gpus_[a].reset_pending != gpus_[b].reset_pending) return gpus_[b].reset_pending;
   // Unknown utilisation ranks after 100 %: never taken for idle.
   const unsigned ua = gpus_[a].util_pct.value_or(101);
   const unsigned ub = gpus_[b].util_pct.value_or(101);
@@ -389,6 +392,17 @@ Placement Server::Place(const Request& request, std::span<const int64_t> room) c
     if (room[p] >= Signed(request.bytes_per_gpu)) fit |= Bit(p);
   }
   out.gpus_with_room = Count(fit);
+  const Mask big = BigEnough(request.bytes_per_gpu);
+  for (unsigned p = 0; p < size(); ++p) {
+    if ((fit & Bit(p)) != 0) continue;
+    // Eligible and big enough, but the room is short; or not eligible at all.
+    out.left_out.push_back({.index = gpus_[p].index,
+                            .block = (eligible_ & Bit(p)) != 0 || gpus_[p].block != Block::kNone
+                                         ? gpus_[p].block
+                                         : Block::kMemoryUnknown,
+                            .too_small = (big & Bit(p)) == 0,
+                            .room = room[p]});
+  }
   switch (CanEver(request)) {
     case Ever::kNever:
       out.outcome = Outcome::kNeverFits;

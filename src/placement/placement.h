@@ -22,7 +22,9 @@
 // allocator slack. Reservations are the caller's (the queue's promises to
 // jobs that have not allocated yet); `why --need` has none.
 //
-// Order. Among GPUs that fit: least busy first (unknown utilisation counts as
+// Order. Among GPUs that fit: those with a repair waiting for a reset (a
+// pending row remap the diagnosis lets placement use) last, so that they may
+// be idle for it; then least busy first (unknown utilisation counts as
 // busiest, never as idle), then the most room, then the lowest index.
 //
 // Several GPUs. With +nvlink every pair must be NVLink-joined (the first such
@@ -44,6 +46,11 @@
 // large, even with every GPU empty and healthy). A GPU whose total memory is
 // unknown counts as big enough for "never" (never must be certain) and as
 // unusable otherwise. At most kMaxGpus GPUs (the lowest indices) are used.
+//
+// Left out. Every answer lists the GPUs that could not take the request now
+// and why (blocked, too small even empty, or too little room), so that a
+// caller can name each with the step that brings it back; the totals and
+// counts it quotes (room_total, gpus_with_room) are of eligible GPUs only.
 #ifndef GPUWARDEN_PLACEMENT_PLACEMENT_H_
 #define GPUWARDEN_PLACEMENT_PLACEMENT_H_
 
@@ -96,6 +103,9 @@ struct GpuFacts {
   Opt<ComputeMode> compute_mode;
   bool compute_process = false;  // A compute (not graphics-only) process is listed.
   bool healthy = true;           // The diagnosis' judgement; see diagnose::UnhealthyGpus().
+  // Healthy enough to take work, but a repair waits for a GPU reset (a
+  // pending row remap: diagnose::ResetPendingGpus()): placed on last.
+  bool reset_pending = false;
 };
 
 // The facts of a Snapshot GPU; `healthy` is left true (health comes from the
@@ -109,7 +119,8 @@ struct Candidate {
   uint64_t reserved_bytes = 0;  // Never free: "never" counts total - reserved.
   Opt<uint64_t> free_bytes;     // The room before margin and reservations (capped, see above).
   Opt<unsigned> util_pct;
-  bool exclusive = false;  // EXCLUSIVE compute mode: one process at a time.
+  bool exclusive = false;      // EXCLUSIVE compute mode: one process at a time.
+  bool reset_pending = false;  // Usable; a repair waits for a reset: preferred last.
   Block block = Block::kNone;
 };
 
@@ -150,6 +161,14 @@ enum class Outcome : uint8_t {
 };
 std::string_view OutcomeName(Outcome outcome);  // "fits", "fragmented", ...
 
+// A GPU that could not take the request now, and why.
+struct LeftOut {
+  unsigned index = 0;
+  Block block = Block::kNone;  // kNone: eligible, but see too_small / room.
+  bool too_small = false;      // Its capacity cannot hold SIZE + margin even empty.
+  int64_t room = 0;            // Its room for the request (free - reservations - margin).
+};
+
 struct Placement {
   Outcome outcome = Outcome::kNotEnoughFree;
   std::vector<unsigned> gpus;      // kFits: GPU indices, most preferred first.
@@ -158,6 +177,9 @@ struct Placement {
   unsigned gpus_with_room = 0;     // Eligible GPUs with SIZE of room.
   std::vector<unsigned> unusable;  // kUnusable: big-enough GPUs that are hard-blocked.
   NeverWhy never;                  // kNeverFits.
+  // Every GPU not in `gpus` that could not take SIZE now, in index order
+  // (GPUs that could, but were not needed, are not listed).
+  std::vector<LeftOut> left_out;
 };
 
 // The GPUs of one server and their topology; the placement decisions.

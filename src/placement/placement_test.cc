@@ -393,5 +393,49 @@ TEST(OutcomeNameTest, Words) {
   EXPECT_EQ(BlockText(Block::kNone), "");
 }
 
+// --- A repair waiting for a reset, and what is left out --------------------
+
+TEST(ResetPendingTest, UsableButPlacedOnLast) {
+  std::vector<GpuFacts> facts = {Facts(0, 80, 10), Facts(1), Facts(2)};
+  facts[1].reset_pending = true;  // The idlest, but a row remap waits for its reset.
+  const std::vector<Candidate> cands = Assessed(facts);
+  EXPECT_EQ(cands[1].block, Block::kNone);
+  EXPECT_TRUE(cands[1].reset_pending);
+  const Server server(cands, {});
+  EXPECT_THAT(server.Place(Need(1, 40)).gpus, ElementsAre(2));
+  EXPECT_THAT(server.Place(Need(2, 40)).gpus, ElementsAre(2, 0));
+  // Taken when it is needed, last in order.
+  EXPECT_THAT(server.Place(Need(3, 40)).gpus, ElementsAre(2, 0, 1));
+}
+
+TEST(LeftOutTest, EveryGpuThatCouldNotTakeItWithWhy) {
+  std::vector<GpuFacts> facts = {Facts(0), Facts(1), Facts(2, 24), Facts(3), Facts(4)};
+  facts[1].healthy = false;
+  facts[3].free_bytes = 12 * kGiB;
+  facts[4].unreachable = true;
+  const Server server(Assessed(facts), {});
+  const Placement p = server.Place(Need(3, 40));
+  EXPECT_EQ(p.outcome, Outcome::kUnusable);
+  ASSERT_EQ(p.left_out.size(), 4u);
+  EXPECT_EQ(p.left_out[0].index, 1u);
+  EXPECT_EQ(p.left_out[0].block, Block::kUnhealthy);
+  EXPECT_EQ(p.left_out[1].index, 2u);
+  EXPECT_EQ(p.left_out[1].block, Block::kNone);
+  EXPECT_TRUE(p.left_out[1].too_small);
+  EXPECT_EQ(p.left_out[2].index, 3u);
+  EXPECT_FALSE(p.left_out[2].too_small);
+  EXPECT_EQ(p.left_out[2].room, static_cast<int64_t>(12 * kGiB - kMargin));
+  EXPECT_EQ(p.left_out[3].block, Block::kUnreachable);
+  // The totals are of the eligible GPUs only: 0, 2 and 3, never the unhealthy 1.
+  EXPECT_EQ(p.room_total, 80 * kGiB - kMargin + 24 * kGiB - kMargin + 12 * kGiB - kMargin);
+  EXPECT_EQ(p.gpus_with_room, 1u);
+  // A fit lists only the GPUs that could not take it, not those not needed.
+  const Placement one = server.Place(Need(1, 40));
+  EXPECT_EQ(one.outcome, Outcome::kFits);
+  EXPECT_EQ(one.left_out.size(), 4u);
+  const Placement small = server.Place(Need(1, 10));
+  ASSERT_EQ(small.left_out.size(), 2u);  // The unhealthy and the unreachable GPU.
+}
+
 }  // namespace
 }  // namespace gw::placement

@@ -328,6 +328,7 @@ class DaemonImpl final : public Daemon {
     activity->holders = diagnose::HoldersOf(activity_);
     for (const Gpu& g : latest.gpus) activity->gpus.push_back(g.index);
     dopt.activity_history = activity;
+    dopt.placement = o_.table.placement;
     std::span<const kmsg::KernelEvent> events;
     if (kernel_log_) {
       dopt.events = collect::EventAgeFor(*kernel_log_, latest, std::nullopt);

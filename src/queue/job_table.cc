@@ -539,6 +539,7 @@ void JobTable::OnSnapshot(Snapshot s, bool full, const diagnose::Diagnosis* diag
 // looks.
 void JobTable::Judge() {
   diagnose::DiagnoseOptions dopt;
+  dopt.placement = o_.placement;
   ApplyDiagnosis(diagnose::Diagnose(history_, dopt));
 }
 
@@ -548,7 +549,8 @@ void JobTable::ApplyDiagnosis(const diagnose::Diagnosis& d) {
     if (f.code == "IDLE_HOLDER") idle_pids_.insert(f.pids.begin(), f.pids.end());
   }
   // What is unhealthy is diagnose's judgement, the same as `gpuwarden health`.
-  unhealthy_ = diagnose::UnhealthyGpus(d.findings);
+  unhealthy_ = diagnose::UnhealthyGpus(d.findings, o_.placement);
+  reset_pending_ = diagnose::ResetPendingGpus(d.findings, o_.placement);
 }
 
 void JobTable::GuardVram() {
@@ -592,7 +594,7 @@ void JobTable::GuardVram() {
 std::vector<GpuState> JobTable::GpuStates() {
   std::set<pid_t> queue_pids;
   for (const auto& [id, pids] : job_pids_) queue_pids.insert(pids.begin(), pids.end());
-  return GpuStatesOf(*latest_, unhealthy_, queue_pids, idle_pids_);
+  return GpuStatesOf(*latest_, unhealthy_, queue_pids, idle_pids_, reset_pending_);
 }
 
 void JobTable::Tick() {

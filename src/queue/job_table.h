@@ -54,6 +54,9 @@ struct JobTableOptions {
   std::string state_dir;        // For LaunchOptions.
   std::string supervisor_path;  // gpuwarden-supervise.
   PolicyConfig policy;
+  // Which degraded GPUs still take jobs ([placement] in config.toml): the
+  // same rule as `why --need`'s (diagnose/health.h).
+  diagnose::PlacementHealth placement;
   double grace_s = 10;  // Stop: SIGTERM, this, SIGKILL.
   // A job over its VRAM by more than the margin is stopped (else warned).
   bool vram_guard_stop = true;
@@ -226,6 +229,7 @@ class JobTable {
   uint64_t fingerprint_ = 0;     // DecisionFingerprint of latest_.
   std::set<pid_t> idle_pids_;
   std::map<unsigned, std::string> unhealthy_;
+  std::map<unsigned, std::string> reset_pending_;  // Usable; a reset waits (ResetPendingGpus).
   Decisions last_;
   std::unordered_map<JobId, size_t> position_;
   JobCounters counters_;

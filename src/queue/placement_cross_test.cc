@@ -53,9 +53,11 @@ bool HasEvidence(const diagnose::Finding& f, std::string_view key) {
 }
 
 // `why --need`: the NEED_* finding of the whole diagnosis.
-Answer WhyAnswer(const Snapshot& s, const diagnose::NeedRequest& need) {
+Answer WhyAnswer(const Snapshot& s, const diagnose::NeedRequest& need,
+                 const diagnose::PlacementHealth& health = {}) {
   diagnose::DiagnoseOptions o;
   o.need = need;
+  o.placement = health;
   const diagnose::Diagnosis d = diagnose::Diagnose(std::span<const Snapshot>(&s, 1), o);
   std::vector<Answer> answers;
   for (const diagnose::Finding& f : d.findings) {
@@ -77,14 +79,18 @@ Answer WhyAnswer(const Snapshot& s, const diagnose::NeedRequest& need) {
 }
 
 // The queue: one job, on the GPUs gpuwardend would pass (health from the
-// same diagnosis, without a need).
-Answer QueueAnswer(const Snapshot& s, const diagnose::NeedRequest& need) {
-  const diagnose::Diagnosis d =
-      diagnose::Diagnose(std::span<const Snapshot>(&s, 1), diagnose::DiagnoseOptions{});
+// same diagnosis, without a need, under the same [placement] settings, as
+// JobTable::ApplyDiagnosis builds them).
+Answer QueueAnswer(const Snapshot& s, const diagnose::NeedRequest& need,
+                   const diagnose::PlacementHealth& health = {}) {
+  diagnose::DiagnoseOptions o;
+  o.placement = health;
+  const diagnose::Diagnosis d = diagnose::Diagnose(std::span<const Snapshot>(&s, 1), o);
   queue::QueueView view;
   view.now_unix_ms = s.time_unix_ms;
   view.minute_of_day = 600;
-  view.gpus = queue::GpuStatesOf(s, diagnose::UnhealthyGpus(d.findings));
+  view.gpus = queue::GpuStatesOf(s, diagnose::UnhealthyGpus(d.findings, health), {}, {},
+                                 diagnose::ResetPendingGpus(d.findings, health));
   view.topology = s.topology;
   queue::Job job;
   job.id = 1;
@@ -288,6 +294,38 @@ TEST(PlacementCrossTest, UnhealthyGpuIsLeftOutOnBothSides) {
   const diagnose::NeedRequest two{.gpus = 2, .bytes_per_gpu = 10 * kGiB, .nvlink = false};
   EXPECT_EQ(WhyAnswer(s, two), kBlocked);
   EXPECT_EQ(QueueAnswer(s, two), kBlocked);
+}
+
+// A GPU whose only health finding is a pending row remap: usable on both
+// sides by default (placed on last), left out on both with the setting off.
+TEST(PlacementCrossTest, PendingRowRemapIsOneRuleOnBothSides) {
+  Snapshot s = HealthyServer(4);
+  s.topology.clear();
+  GpuAt(s, 1)->remapped_rows.pending = true;
+  GpuAt(s, 1)->remapped_rows.correctable = 1;
+  AddProcess(s, {.pid = 771004, .gpu = 3, .bytes = 68 * kGiB});
+  SetLoad(s, 3, 84);
+  const diagnose::NeedRequest three{.gpus = 3, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  const diagnose::NeedRequest two{.gpus = 2, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  const diagnose::NeedRequest one{.gpus = 1, .bytes_per_gpu = 40 * kGiB, .nvlink = false};
+  // Default: it takes the third share; fewer shares leave it idle for its reset.
+  EXPECT_EQ(WhyAnswer(s, three), Fits({0, 1, 2}));
+  EXPECT_EQ(QueueAnswer(s, three), Fits({0, 1, 2}));
+  EXPECT_EQ(WhyAnswer(s, two), Fits({0, 2}));
+  EXPECT_EQ(QueueAnswer(s, two), Fits({0, 2}));
+  EXPECT_EQ(WhyAnswer(s, one), QueueAnswer(s, one));
+  EXPECT_NE(WhyAnswer(s, one), Fits({1}));
+  const std::vector<queue::GpuState> states = queue::GpuStatesOf(
+      s, diagnose::UnhealthyGpus(diagnose::RunRules(std::span<const Snapshot>(&s, 1), {}), {}), {},
+      {}, diagnose::ResetPendingGpus(diagnose::RunRules(std::span<const Snapshot>(&s, 1), {}), {}));
+  EXPECT_TRUE(states[1].healthy);
+  EXPECT_TRUE(states[1].reset_pending);
+  // [placement] use_remap_pending = false: left out on both sides; the need waits.
+  const diagnose::PlacementHealth strict{.use_remap_pending = false};
+  EXPECT_EQ(WhyAnswer(s, three, strict), kWaits);
+  EXPECT_EQ(QueueAnswer(s, three, strict), kWaits);
+  EXPECT_EQ(WhyAnswer(s, two, strict), Fits({0, 2}));
+  EXPECT_EQ(QueueAnswer(s, two, strict), Fits({0, 2}));
 }
 
 TEST(GpuStatesOfTest, WhatTheDaemonPassesToThePolicy) {

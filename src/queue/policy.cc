@@ -177,6 +177,7 @@ placement::Candidate CandidateOf(const GpuState& g) {
   f.compute_mode = g.compute_mode;
   f.compute_process = g.compute_process;
   f.healthy = g.healthy;
+  f.reset_pending = g.reset_pending;
   return placement::Assess(f);
 }
 
@@ -1244,7 +1245,8 @@ class Pass {
 std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
                                   const std::map<unsigned, std::string>& unhealthy,
                                   const std::set<pid_t>& queue_pids,
-                                  const std::set<pid_t>& idle_pids) {
+                                  const std::set<pid_t>& idle_pids,
+                                  const std::map<unsigned, std::string>& reset_pending) {
   std::vector<GpuState> out;
   out.reserve(snapshot.gpus.size());
   for (const Gpu& g : snapshot.gpus) {
@@ -1270,6 +1272,8 @@ std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
     } else if (auto u = unhealthy.find(g.index); u != unhealthy.end()) {
       st.healthy = false;
       st.unhealthy_reason = u->second;
+    } else if (reset_pending.count(g.index)) {
+      st.reset_pending = true;
     }
     for (const GpuProcess& p : g.processes) {
       if (p.used_memory_bytes) st.process_bytes[p.pid] += *p.used_memory_bytes;

@@ -26,10 +26,10 @@
 // runs, no other queue job is placed on its GPUs, whatever it allocated.
 //
 // GPU eligibility (the placement core's, as `why --need`): never an
-// unreachable or unhealthy GPU, one whose free or total memory is unknown,
-// one in MIG mode or in compute mode PROHIBITED, nor an EXCLUSIVE one with a
-// compute process (or a queue job) on it. With --max-util P: only GPUs whose
-// utilisation is known and <= P.
+// unreachable or unhealthy GPU (a pending row remap alone is not unhealthy by
+// default, diagnose/health.h; such a GPU is placed on last), one whose free or total memory is
+// unknown, one in MIG mode or in compute mode PROHIBITED, nor an EXCLUSIVE one with a compute
+// process (or a queue job) on it. With --max-util P: only GPUs whose utilisation is known and <= P.
 //
 // Order. Waiting jobs (queued and held alike, so a held job keeps its place)
 // are ordered by effective priority = priority + min(aging_cap,
@@ -155,7 +155,10 @@ struct GpuState {
   std::optional<ComputeMode> compute_mode;  // PROHIBITED -> not used; EXCLUSIVE: one job.
   bool compute_process = false;  // A compute process not from the queue (EXCLUSIVE: taken).
   bool healthy = true;  // diagnose::UnhealthyGpus() of the diagnosis; unhealthy -> not used.
-  std::string unhealthy_reason;             // Why unhealthy or unreachable.
+  std::string unhealthy_reason;  // Why unhealthy or unreachable.
+  // Usable, but a repair waits for a GPU reset (diagnose::ResetPendingGpus(): a
+  // pending row remap): placed on last, as `why --need` does.
+  bool reset_pending = false;
   std::map<pid_t, uint64_t> process_bytes;  // NVML per-process usage on this GPU.
   std::vector<GpuHolder> holders;           // Processes not from the queue, biggest first.
 };
@@ -163,11 +166,15 @@ struct GpuState {
 // The GPUs of `snapshot` as the policy sees them (what gpuwardend passes to
 // Schedule()). `unhealthy`: GPU index -> why the diagnosis finds it unfit for
 // new work (diagnose::UnhealthyGpus()); `queue_pids`: the queue's own processes (not
-// holders); `idle_pids`: holders known to be idle (their age is shown).
+// holders); `idle_pids`: holders known to be idle (their age is shown);
+// `reset_pending`: GPUs usable with a repair waiting for a reset
+// (diagnose::ResetPendingGpus()). Both maps come from one
+// diagnose::PlacementHealth, the same as `why --need`'s.
 std::vector<GpuState> GpuStatesOf(const Snapshot& snapshot,
                                   const std::map<unsigned, std::string>& unhealthy,
                                   const std::set<pid_t>& queue_pids = {},
-                                  const std::set<pid_t>& idle_pids = {});
+                                  const std::set<pid_t>& idle_pids = {},
+                                  const std::map<unsigned, std::string>& reset_pending = {});
 
 // A job that holds GPUs: kStarting or kRunning.
 struct RunningJob {

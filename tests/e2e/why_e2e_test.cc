@@ -154,6 +154,56 @@ TEST(WhyE2e, HealthyServerHasNoWarningAtAll) {
   EXPECT_EQ(text.out.rfind("OK", 0), 0u) << text.out;
 }
 
+// config.toml's [placement] reaches `why --need`: with use_remap_pending =
+// false the pending-remap GPU is left out, named with its reset, and the
+// total quoted is of the GPUs placement could use.
+TEST(WhyE2e, PlacementSettingLeavesAPendingRemapGpuOut) {
+  TempDir dir;
+  RunOptions options = SimOptions();
+  const std::vector<std::string> args = {"--sim",     ScenarioPath("row-remap-pending.json"),
+                                         "--timeout", "1",
+                                         "why",       "--now",
+                                         "--need",    "3x40G",
+                                         "--json"};
+  options.env["GPUWARDEN_CONFIG"] =
+      dir.Write("config.toml", "[placement]\nuse_remap_pending = true\n");
+  WhyRun usable = Why(args, options);
+  ASSERT_FALSE(usable.out.is_discarded()) << usable.result.err;
+  EXPECT_EQ(usable.out["verdict"], "OK") << usable.result.out;
+  EXPECT_EQ(usable.result.exit_code, 0);
+
+  options.env["GPUWARDEN_CONFIG"] =
+      dir.Write("config.toml", "[placement]\nuse_remap_pending = false\n");
+  WhyRun strict = Why(args, options);
+  ASSERT_FALSE(strict.out.is_discarded()) << strict.result.err;
+  EXPECT_EQ(strict.out["verdict"], "BUSY") << strict.result.out;
+  json frag;
+  for (const json& f : AllFindings(strict.out)) {
+    if (f["code"] == "FRAGMENTED") frag = f;
+  }
+  ASSERT_TRUE(frag.is_object()) << strict.result.out;
+  std::vector<double> excluded;
+  for (const json& e : frag["evidence"]) {
+    if (e["name"] == "excluded") excluded.push_back(e["number"].get<double>());
+    if (e["name"] == "excluded" && e["number"] == 1) {
+      EXPECT_NE(e["value"].get<std::string>().find("gpuwarden reset --plan 1"), std::string::npos)
+          << e.dump();
+    }
+    // 0, 2 and 3 (39.2 GiB), less the margin each: never GPU 1's 79.2 GiB.
+    if (e["name"] == "free_total") {
+      EXPECT_LT(e["number"].get<double>(), 197.0 * (1ull << 30)) << e.dump();
+    }
+  }
+  EXPECT_EQ(excluded, (std::vector<double>{1, 3}));
+
+  // An invalid setting is refused, never ignored.
+  options.env["GPUWARDEN_CONFIG"] =
+      dir.Write("config.toml", "[placement]\nuse_remap_pending = \"no\"\n");
+  RunResult bad = RunProcess(Gpuwarden(args), options);
+  EXPECT_EQ(bad.exit_code, 3) << bad.err;
+  EXPECT_NE(bad.err.find("use_remap_pending"), std::string::npos) << bad.err;
+}
+
 TEST(WhyE2e, RealIdleHolderIsReclaimable) {
   ChildProcess idle;  // A real process that holds "70 GiB" and computes nothing.
   TempDir dir;
