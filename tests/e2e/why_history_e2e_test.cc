@@ -298,7 +298,9 @@ TEST_F(IdleTimeE2e, APausedRunIsNotIdleAndCleanDoesNotActOnIt) {
   EXPECT_NE(doc["summary"].get<std::string>().find("OK"), std::string::npos) << doc["summary"];
 
   // clean plans nothing for it, by the same judgement.
-  json plan = Run({"clean", "--dry-run", "--json", "--window", "1", "--idle-for", "30s"});
+  // --no-tree: the test's child shares the test runner's process group.
+  json plan =
+      Run({"clean", "--dry-run", "--no-tree", "--json", "--window", "1", "--idle-for", "30s"});
   ASSERT_TRUE(plan["plan"]["act"].is_array()) << plan.dump();
   EXPECT_TRUE(plan["plan"]["act"].empty()) << plan.dump();
 
@@ -310,7 +312,7 @@ TEST_F(IdleTimeE2e, APausedRunIsNotIdleAndCleanDoesNotActOnIt) {
   EXPECT_EQ(EvidenceValue(*idle, "idle_source"), "process_history");
   EXPECT_NE(EvidenceValue(*idle, "idle_for").find("gpuwardend's per-process history"),
             std::string::npos);
-  plan = Run({"clean", "--dry-run", "--json", "--now", "--idle-for", "1s"});
+  plan = Run({"clean", "--dry-run", "--no-tree", "--json", "--now", "--idle-for", "1s"});
   ASSERT_EQ(plan["plan"]["act"].size(), 1u) << plan.dump();
   EXPECT_NE(plan["plan"]["act"][0]["reason"].get<std::string>().find("per-process history"),
             std::string::npos)
