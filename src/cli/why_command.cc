@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -11,9 +12,12 @@
 #include "collect/collector.h"
 #include "collect/kernel_log.h"
 #include "core/clock.h"
+#include "core/gpu_pci.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "kmsg/escalation.h"
+#include "kmsg/event_age.h"
+#include "kmsg/sources.h"
 #include "render/events_json.h"
 #include "render/events_text.h"
 #include "render/explain.h"
@@ -93,6 +97,18 @@ int RunEvents(const GlobalOptions& global, const EventsArgs& args) {
 
   render::EventsContext context;
   context.sources_used = log->used;
+  // Kernel times become wall times only for the running boot: this machine's
+  // own logs' boot, or a file's boot the running kernel's log confirms.
+  context.running_boot_start_unix_ms = kmsg::RunningBootStartUnixMs(clock);
+  if (log->own_logs) {
+    context.running_boot_ids.insert(log->running_boot_id);
+  } else if (std::any_of(log->events.begin(), log->events.end(), [](const kmsg::KernelEvent& e) {
+               return e.monotonic_s && !e.time_unix_ms;
+             })) {
+    if (auto running = collect::ReadRunningKernelLog(); running.ok()) {
+      context.running_boot_ids = kmsg::BootsOfRunningKernel(log->events, *running);
+    }
+  }
   for (const auto& s : log->sources) {
     if (s.status != "used") context.sources_unavailable.push_back(s.name + ": " + s.reason);
   }
@@ -103,10 +119,20 @@ int RunEvents(const GlobalOptions& global, const EventsArgs& args) {
     auto options = ResolveCollectOptions(global);
     if (options.ok()) {
       options->scan_processes = false;
-      Snapshot snapshot = collect::Collect(*options, clock);
-      for (const Gpu& gpu : snapshot.gpus) {
-        if (gpu.pci_bus_id) context.gpu_index_by_bus_id[*gpu.pci_bus_id] = gpu.index;
+      const std::vector<Snapshot> snapshot = {collect::Collect(*options, clock)};
+      // As `why` places them: the addresses of the boot the snapshot
+      // describes may place a GPU NVML lists without one (core/gpu_pci.h).
+      const std::vector<kmsg::AgedEvent> ages =
+          kmsg::AgeEvents(log->events, collect::EventAgeFor(*log, snapshot.back(), std::nullopt),
+                          snapshot.back().time_unix_ms);
+      std::vector<std::string> named;
+      for (size_t i = 0; i < log->events.size(); ++i) {
+        if ((ages[i].age == kmsg::EventAge::kCurrent || ages[i].running_boot) &&
+            log->events[i].pci_bus_id) {
+          named.push_back(*log->events[i].pci_bus_id);
+        }
       }
+      context.gpus = MapGpusToPci(snapshot, named);
     }
   }
   if (args.json) {

@@ -19,6 +19,16 @@ Result<KernelLog> ReadKernelLog(const std::string& file, std::optional<int64_t> 
   return log;
 }
 
+Result<std::vector<kmsg::KernelEvent>> ReadRunningKernelLog() {
+  kmsg::DevKmsg device;
+  kmsg::KmsgSource kmsg(device);
+  kmsg::ReadOptions options;
+  options.sources = {&kmsg};
+  auto read = kmsg::ReadKernelEvents(options);
+  if (!read.ok()) return read.error();
+  return std::move(read->events);
+}
+
 std::string RunningBootId(const std::string& path) {
   std::ifstream in(path);
   std::string text;

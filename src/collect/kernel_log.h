@@ -32,6 +32,12 @@ struct KernelLog {
 // judge without it).
 Result<KernelLog> ReadKernelLog(const std::string& file, std::optional<int64_t> since_unix_ms);
 
+// What the running kernel's own ring buffer (/dev/kmsg) holds now, as events
+// of the running boot: to tell whether a file (--kernel-log) is of this boot
+// (kmsg::BootsOfRunningKernel). Error "unavailable" when it cannot be read
+// (it needs root, or kernel.dmesg_restrict=0).
+Result<std::vector<kmsg::KernelEvent>> ReadRunningKernelLog();
+
 // The running kernel's boot id (/proc/sys/kernel/random/boot_id, 32 hex
 // digits without dashes), or "current" when it cannot be read: the id
 // kmsg::KmsgSource gives the events of this boot.

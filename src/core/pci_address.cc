@@ -83,4 +83,15 @@ std::optional<PciAddress> ParsePciAddress(std::string_view text) {
   return read->address;
 }
 
+std::optional<PciAddress> ParsePciSlot(std::string_view text) {
+  std::optional<PciAddress> a = ParsePciAddress(text);
+  if (a) a->function = 0;
+  return a;
+}
+
+bool SamePciSlot(std::string_view a, std::string_view b) {
+  const std::optional<PciAddress> x = ParsePciSlot(a);
+  return x && x == ParsePciSlot(b);
+}
+
 }  // namespace gw

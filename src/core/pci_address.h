@@ -58,6 +58,17 @@ std::optional<PciAddressRead> ReadPciAddress(std::string_view text);
 // "PCI:" (as NVRM writes it) are allowed, nothing else around it.
 std::optional<PciAddress> ParsePciAddress(std::string_view text);
 
+// The one way two sources' spellings of a GPU's address are matched: the slot
+// (domain, bus, device) of `text` as ParsePciAddress reads it, with the
+// function set to 0. The kernel log names a GPU without its function
+// ("0000:bb:00"), NVML and dumps with it ("00000000:BB:00.0"); a GPU is
+// function 0 of its slot. nullopt when `text` is not an address.
+std::optional<PciAddress> ParsePciSlot(std::string_view text);
+
+// Whether `a` and `b` name the same slot (ParsePciSlot), in any of the
+// spellings above. False when either is not an address.
+bool SamePciSlot(std::string_view a, std::string_view b);
+
 }  // namespace gw
 
 #endif  // GPUWARDEN_CORE_PCI_ADDRESS_H_

@@ -131,6 +131,12 @@ std::string MessageWithoutSubject(const std::string& message, unsigned gpu) {
   const std::string subject = fmt::format("GPU {}", gpu);
   if (message.compare(0, subject.size(), subject) != 0) return message;
   std::string rest = message.substr(subject.size());
+  // "GPU 5 (PCI 0000:bb:00) fell off the bus": the line names the GPU already.
+  if (rest.starts_with(" (PCI ")) {
+    if (const size_t close = rest.find(')'); close != std::string::npos) {
+      rest.erase(0, close + 1);
+    }
+  }
   for (std::string_view joint : {"'s ", ": ", " "}) {
     if (rest.compare(0, joint.size(), joint) == 0) return rest.substr(joint.size());
   }

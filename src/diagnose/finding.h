@@ -117,8 +117,9 @@ int VerdictRank(Verdict verdict);
 Opt<double> EvidenceNumber(const Finding& finding, std::string_view name);
 
 // A finding's message without its leading subject, for lines that already
-// name the GPU: "GPU 3 fell off the bus" -> "fell off the bus", "GPU 1's PCIe
-// link runs ..." -> "PCIe link runs ...". Other messages unchanged.
+// name the GPU: "GPU 3 fell off the bus" and "GPU 3 (PCI 0000:bb:00) fell
+// off the bus" -> "fell off the bus", "GPU 1's PCIe link runs ..." -> "PCIe
+// link runs ...". Other messages unchanged.
 std::string MessageWithoutSubject(const std::string& message, unsigned gpu);
 
 // Evidence names that holder findings share, read by the verdict.

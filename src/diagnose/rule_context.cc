@@ -264,6 +264,14 @@ Evidence NumberEvidence(std::string name, double number, std::string unit, std::
   return Evidence{std::move(name), std::move(value), number, std::move(unit)};
 }
 
+Evidence PciEvidence(const GpuPciMap& map, unsigned gpu, const PciAddress& slot) {
+  if (!map.placed_by_order.count(gpu)) return TextEvidence("pci_bus_id", slot.KernelText());
+  return TextEvidence("pci_bus_id",
+                      fmt::format("{} (NVML lists GPU {} without its address; the only one its "
+                                  "place in NVML's PCI order allows)",
+                                  slot.KernelText(), gpu));
+}
+
 Finding MakeFinding(std::string_view code, std::vector<unsigned> gpus, std::vector<pid_t> pids,
                     std::string message, double impact) {
   Finding f;

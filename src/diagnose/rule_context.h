@@ -148,6 +148,10 @@ Evidence TextEvidence(std::string name, std::string value);
 Evidence BytesEvidence(std::string name, uint64_t bytes);
 Evidence NumberEvidence(std::string name, double number, std::string unit, std::string value);
 
+// Evidence "pci_bus_id": where GPU `gpu` sits ("0000:bb:00"), and how that is
+// known when NVML did not say it (core/gpu_pci.h: placed by NVML's order).
+Evidence PciEvidence(const GpuPciMap& map, unsigned gpu, const PciAddress& slot);
+
 // A finding of `code` with the catalog's fixed fields. REQUIRES: code is in the catalog.
 Finding MakeFinding(std::string_view code, std::vector<unsigned> gpus, std::vector<pid_t> pids,
                     std::string message, double impact);

@@ -36,12 +36,18 @@ std::string_view CodeForUnreachable(const ProbeError& e) {
   return code;
 }
 
-std::string MessageFor(std::string_view code, Opt<unsigned> gpu, const ProbeError& e) {
+// `slot`: where GPU `gpu` sits, when known, so that a lost GPU reads as the
+// one the kernel log names by address.
+std::string MessageFor(std::string_view code, Opt<unsigned> gpu, const Opt<PciAddress>& slot,
+                       const ProbeError& e) {
   const std::string detail = Safe(e.message);
   const std::string where = gpu ? fmt::format("GPU {}", *gpu) : std::string("The driver");
-  if (code == "GPU_LOST")
-    return fmt::format("GPU {} is lost: it fell off the bus ({})", *gpu, detail);
-  if (code == "GPU_UNREACHABLE") return fmt::format("GPU {} cannot be reached: {}", *gpu, detail);
+  if (code == "GPU_LOST") {
+    return fmt::format("{} is lost: it fell off the bus ({})", GpuWithPci(*gpu, slot), detail);
+  }
+  if (code == "GPU_UNREACHABLE") {
+    return fmt::format("{} cannot be reached: {}", GpuWithPci(*gpu, slot), detail);
+  }
   if (code == "DRIVER_TIMEOUT") {
     return fmt::format("{} did not answer in time: the driver is not responding ({})", where,
                        detail);
@@ -166,10 +172,24 @@ void RuleProbeErrors(const RuleContext& ctx, std::vector<Finding>& out) {
     }
     std::vector<unsigned> gpus;
     if (key.gpu) gpus.push_back(*key.gpu);
+    const bool gpu_down = key.gpu && (key.code == "GPU_LOST" || key.code == "GPU_UNREACHABLE");
+    const Opt<PciAddress> slot = gpu_down ? ctx.Incidents().gpus.AddressOf(*key.gpu) : std::nullopt;
+    std::string message = MessageFor(key.code, key.gpu, slot, *e);
+    // The kernel's account of the same GPU (an Xid 79 by its address), so
+    // that this finding and the Xid finding read as one GPU's failure.
+    const XidIncident* logged = gpu_down ? KernelIncidentOf(ctx.Incidents(), *key.gpu) : nullptr;
+    if (logged != nullptr) {
+      message += fmt::format("; the kernel logged Xid {} for the same GPU{}", logged->xid,
+                             slot ? fmt::format(" (PCI {})", slot->KernelText()) : "");
+    }
     Finding f =
-        MakeFinding(key.code, gpus, {}, MessageFor(key.code, key.gpu, *e),
+        MakeFinding(key.code, gpus, {}, std::move(message),
                     key.gpu ? 1.0 : static_cast<double>(std::max<size_t>(1, latest.gpus.size())));
     f.evidence.push_back(TextEvidence("error", Safe(e->message)));
+    if (slot) f.evidence.push_back(PciEvidence(ctx.Incidents().gpus, *key.gpu, *slot));
+    if (logged != nullptr) {
+      f.evidence.push_back(TextEvidence("kernel_event", Safe(logged->event->raw)));
+    }
     if (e->nvml_return) {
       f.evidence.push_back(NumberEvidence("nvml_return", *e->nvml_return, "code",
                                           fmt::format("{}", *e->nvml_return)));

@@ -37,7 +37,7 @@ TEST(ProbeErrorsTest, GpuLostIsOneFault) {
   const Finding& f = *Find(findings, "GPU_LOST");
   EXPECT_THAT(f.gpus, ElementsAre(3));
   EXPECT_EQ(f.implies, Verdict::kFault);
-  EXPECT_THAT(f.message, HasSubstr("GPU 3 is lost: it fell off the bus"));
+  EXPECT_THAT(f.message, HasSubstr("GPU 3 (PCI 0000:48:00) is lost: it fell off the bus"));
   EXPECT_EQ(*EvidenceNumber(f, "nvml_return"), 15);
 }
 

@@ -70,9 +70,13 @@ struct Group {
   std::set<kmsg::HistoryReason> reasons;
 };
 
+// The kernel names a GPU by address; the user knows it by index: both, so
+// this finding and NVML's about the same GPU (GPU_LOST) read as one GPU.
 std::string Subject(const Where& w) {
-  if (w.gpu) return fmt::format("GPU {}", *w.gpu);
-  if (w.pci) return fmt::format("The GPU at PCI {}", w.pci->KernelText());
+  if (w.gpu) return GpuWithPci(*w.gpu, w.pci);
+  if (w.pci) {
+    return fmt::format("The GPU at PCI {} (no GPU listed has that address)", w.pci->KernelText());
+  }
   return "A GPU";
 }
 
@@ -141,7 +145,7 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
   const std::span<const KernelEvent> events = ctx.events();
   const Snapshot& latest = ctx.latest();
   const XidIncidents& incidents = ctx.Incidents();
-  const std::map<PciAddress, unsigned>& gpu_at = incidents.gpu_at;
+  const std::map<PciAddress, unsigned>& gpu_at = incidents.gpus.gpu_at;
   const std::vector<kmsg::AgedEvent>& ages = incidents.ages;
   // The position of GPU `index` in latest.gpus, or kNoGpu.
   constexpr size_t kNoGpu = SIZE_MAX;
@@ -218,6 +222,14 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
     f.evidence.push_back(TextEvidence(
         "nvidia_action",
         fmt::format("{} ({})", kmsg::XidActionName(info.action), kmsg::ActorName(info.actor))));
+    if (where.gpu && where.pci) {
+      f.evidence.push_back(PciEvidence(incidents.gpus, *where.gpu, *where.pci));
+    }
+    // NVML's account of the same GPU (GPU_LOST, GPU_UNREACHABLE): one failure.
+    if (const size_t gpu_i = gpu_position(where.gpu);
+        gpu_i != kNoGpu && latest.gpus[gpu_i].unreachable) {
+      f.evidence.push_back(TextEvidence("nvml", Safe(latest.gpus[gpu_i].unreachable->message)));
+    }
     AddEventEvidence(f, group);
     if (const size_t gpu_i = gpu_position(where.gpu);
         category == Category::kMemory && gpu_i != kNoGpu) {
@@ -261,7 +273,7 @@ void RuleXid(const RuleContext& ctx, std::vector<Finding>& out) {
   std::set<PciAddress> failed;  // The kernel said it failed: init, or fell off the bus.
   auto saw = [&](const Opt<std::string>& bus, std::string what, bool says_failed = false) {
     if (!bus) return;
-    const Opt<PciAddress> a = ParseSlot(*bus);
+    const Opt<PciAddress> a = ParsePciSlot(*bus);
     if (!a || gpu_at.count(*a)) return;
     if (says_failed) failed.insert(*a);
     std::vector<std::string>& said = missing[*a];

@@ -15,6 +15,7 @@ namespace {
 using kmsg::KernelEvent;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace fixtures;  // NOLINT
 
 KernelEvent Xid(unsigned xid, Opt<std::string> pci, Opt<int64_t> t = kT0 - 5000,
@@ -71,12 +72,78 @@ TEST(XidTest, FellOffTheBus) {
   ASSERT_EQ(Count(findings, "XID_FATAL"), 1u);
   const Finding& f = *Find(findings, "XID_FATAL");
   EXPECT_THAT(f.gpus, ElementsAre(3));
-  EXPECT_EQ(f.message, "GPU 3 fell off the bus (Xid 79)");
+  EXPECT_EQ(f.message, "GPU 3 (PCI 0000:48:00) fell off the bus (Xid 79)");
   EXPECT_EQ(f.implies, Verdict::kFault);
   EXPECT_EQ(f.category, Category::kBus);
   EXPECT_EQ(*EvidenceNumber(f, "xid_79"), 1);
   EXPECT_THAT(f.next_steps[0],
               HasSubstr("admin: NVIDIA's action for Xid 79: Drain the node and reboot it"));
+}
+
+// GPU 5 of eight, lost; NVML (or the dump) listed it at 00000000:BB:00.0, or
+// (`with_address` false) could not say where it sits.
+Snapshot WithGpu5LostAtBb(bool with_address) {
+  Snapshot s = HealthyServer();
+  Gpu bare;
+  bare.index = 5;
+  if (with_address) bare.pci_bus_id = "00000000:BB:00.0";
+  bare.unreachable =
+      ProbeError{"nvml", "gpu_lost", "nvmlDeviceGetHandleByIndex_v2 on GPU 5: GPU is lost", 5u, 15};
+  s.gpus[5] = bare;
+  s.errors.push_back(*bare.unreachable);
+  if (!with_address) {
+    // NVML's PCI order, as in scenarios/xid79-fallen-off-bus.json: GPU 4 at
+    // 9B, GPU 6 at CB.
+    const char* buses[] = {"19", "3B", "4C", "5D", "9B", "", "CB", "DB"};
+    for (unsigned i = 0; i < 8; ++i) {
+      if (i != 5) s.gpus[i].pci_bus_id = fmt::format("00000000:{}:00.0", buses[i]);
+    }
+  }
+  return s;
+}
+
+// "GPU 5 is lost" and the kernel's Xid 79 at 0000:bb:00 are one GPU's failure:
+// both findings name GPU 5 with its address, and each cites the other's source.
+TEST(XidTest, AnXid79OfALostGpuNamesItsIndex) {
+  const KernelEvent xid = Xid(79, "0000:bb:00");
+  const std::vector<Finding> findings = RunXid(WithGpu5LostAtBb(true), {xid});
+  const Finding* fatal = Find(findings, "XID_FATAL");
+  ASSERT_NE(fatal, nullptr);
+  EXPECT_EQ(fatal->message, "GPU 5 (PCI 0000:bb:00) fell off the bus (Xid 79)");
+  EXPECT_THAT(fatal->gpus, ElementsAre(5));
+  ASSERT_NE(EvidenceNamed(*fatal, "pci_bus_id"), nullptr);
+  EXPECT_EQ(EvidenceNamed(*fatal, "pci_bus_id")->value, "0000:bb:00");
+  ASSERT_NE(EvidenceNamed(*fatal, "nvml"), nullptr);
+  EXPECT_THAT(EvidenceNamed(*fatal, "nvml")->value, HasSubstr("on GPU 5"));
+  EXPECT_THAT(EvidenceNamed(*fatal, "nvml")->value, HasSubstr("GPU is lost"));
+  const Finding* lost = Find(findings, "GPU_LOST");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_THAT(lost->message, HasSubstr("GPU 5 (PCI 0000:bb:00) is lost: it fell off the bus"));
+  EXPECT_THAT(lost->message,
+              HasSubstr("; the kernel logged Xid 79 for the same GPU (PCI 0000:bb:00)"));
+  ASSERT_NE(EvidenceNamed(*lost, "kernel_event"), nullptr);
+  EXPECT_EQ(EvidenceNamed(*lost, "kernel_event")->value, xid.raw);
+  EXPECT_EQ(Count(findings, "GPU_MISSING"), 0u);
+  // Nothing says "the GPU at PCI" any more.
+  for (const Finding& f : findings) EXPECT_THAT(f.message, Not(HasSubstr("The GPU at PCI")));
+}
+
+// A live probe whose handle failed has no address for the lost GPU: NVML's
+// PCI order places the kernel's address on it when only it fits.
+TEST(XidTest, AnXid79OfALostGpuWithoutAddressIsPlacedByNvmlsOrder) {
+  const std::vector<Finding> findings = RunXid(WithGpu5LostAtBb(false), {Xid(79, "0000:bb:00")});
+  const Finding* fatal = Find(findings, "XID_FATAL");
+  ASSERT_NE(fatal, nullptr);
+  EXPECT_EQ(fatal->message, "GPU 5 (PCI 0000:bb:00) fell off the bus (Xid 79)");
+  ASSERT_NE(EvidenceNamed(*fatal, "pci_bus_id"), nullptr);
+  EXPECT_THAT(EvidenceNamed(*fatal, "pci_bus_id")->value, HasSubstr("NVML's PCI order"));
+  EXPECT_THAT(Find(findings, "GPU_LOST")->message, HasSubstr("GPU 5 (PCI 0000:bb:00) is lost"));
+  // An address outside GPU 5's place (between 9B and CB) is another GPU's.
+  const std::vector<Finding> other = RunXid(WithGpu5LostAtBb(false), {Xid(79, "0000:ee:00")});
+  ASSERT_NE(Find(other, "XID_FATAL"), nullptr);
+  EXPECT_EQ(Find(other, "XID_FATAL")->message,
+            "The GPU at PCI 0000:ee:00 (no GPU listed has that address) fell off the bus (Xid 79)");
+  EXPECT_THAT(Find(other, "GPU_LOST")->message, HasSubstr("GPU 5 is lost"));
 }
 
 TEST(XidTest, LostGpuFoundByAnEarlierSample) {
@@ -101,10 +168,12 @@ TEST(XidTest, NvmlFormAndUnknownAddress) {
   bool gpu3 = false, unknown_gpu = false, no_address = false;
   for (const Finding& f : findings) {
     // Both forms of GPU 3's address are one group.
-    if (f.message == "GPU 3: double-bit ECC error (Xid 48); Xids logged: 48 x2") {
+    if (f.message == "GPU 3 (PCI 0000:48:00): double-bit ECC error (Xid 48); Xids logged: 48 x2") {
       gpu3 = f.gpus == std::vector<unsigned>{3} && f.category == Category::kMemory;
     }
-    if (f.message == "The GPU at PCI 0000:ee:00: uncontained memory error (Xid 95)") {
+    if (f.message ==
+        "The GPU at PCI 0000:ee:00 (no GPU listed has that address): uncontained memory "
+        "error (Xid 95)") {
       unknown_gpu = f.gpus.empty() && f.category == Category::kMemory;
     }
     if (f.message == "A GPU: NVLink error (Xid 74)") {
@@ -261,12 +330,13 @@ TEST(XidTest, Xid79AndItsNoticeAreOneEvent) {
                               Notice(kmsg::kKindFallenOffBus, "00000000:48:00.0", kT0 - 4999)});
   ASSERT_EQ(Count(findings, "XID_FATAL"), 1u);
   const Finding& f = *Find(findings, "XID_FATAL");
-  EXPECT_EQ(f.message, "GPU 3 fell off the bus (Xid 79)");  // Not "79 x2".
+  EXPECT_EQ(f.message, "GPU 3 (PCI 0000:48:00) fell off the bus (Xid 79)");  // Not "79 x2".
   EXPECT_EQ(*EvidenceNumber(f, "xid_79"), 1);
   // The notice alone (fell off the bus at probe, no Xid line).
   findings = RunXid(WithGpu3Lost(), {Notice(kmsg::kKindFallenOffBus, "00000000:48:00.0")});
   ASSERT_EQ(Count(findings, "XID_FATAL"), 1u);
-  EXPECT_EQ(Find(findings, "XID_FATAL")->message, "GPU 3 fell off the bus (Xid 79)");
+  EXPECT_EQ(Find(findings, "XID_FATAL")->message,
+            "GPU 3 (PCI 0000:48:00) fell off the bus (Xid 79)");
 }
 
 // Class 7: a GPU that NVML reads normally after falling off the bus has been
@@ -282,7 +352,7 @@ TEST(XidTest, RecoveredGpuIsNotAFault) {
   const Finding& f = *Find(findings, "XID_RECOVERED");
   EXPECT_EQ(f.implies, Verdict::kOk);
   EXPECT_EQ(f.category, Category::kBus);
-  EXPECT_THAT(f.message, HasSubstr("GPU 3 fell off the bus (Xid 79) earlier"));
+  EXPECT_THAT(f.message, HasSubstr("GPU 3 (PCI 0000:48:00) fell off the bus (Xid 79) earlier"));
   EXPECT_THAT(f.message, HasSubstr("recovered"));
   Diagnosis d = DiagnoseWith(s, {e});
   EXPECT_NE(d.gpus[3].verdict, Verdict::kFault);

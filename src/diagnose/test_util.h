@@ -193,6 +193,14 @@ inline const Finding* Find(std::span<const Finding> findings, std::string_view c
   return nullptr;
 }
 
+// The evidence called `name`, or nullptr.
+inline const Evidence* EvidenceNamed(const Finding& f, std::string_view name) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
 inline std::vector<Finding> RunOne(const Snapshot& s, const DiagnoseOptions& o = {}) {
   return RunRules(std::span<const Snapshot>(&s, 1), o);
 }

@@ -33,13 +33,6 @@ Diagnosis IdleAndFull() {
   return Diagnose(Window(s, 3), IdleAtOnce());
 }
 
-const Evidence* EvidenceNamed(const Finding& f, std::string_view name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
-}
-
 class TrendsTest : public ::testing::Test {
  protected:
   // Local times in the text: pin the zone so "since 09:40" is the same everywhere.

@@ -157,7 +157,8 @@ TEST(VerdictTest, LostGpuIsAFault) {
   std::vector<kmsg::KernelEvent> events = {e};
   Diagnosis d = DiagnoseOne(s, {}, events);
   EXPECT_EQ(d.server, Verdict::kFault);
-  EXPECT_EQ(d.summary, "FAULT — hardware: GPU 3 fell off the bus (Xid 79); 7 other GPUs OK");
+  EXPECT_EQ(d.summary,
+            "FAULT — hardware: GPU 3 (PCI 0000:48:00) fell off the bus (Xid 79); 7 other GPUs OK");
   EXPECT_EQ(d.gpus[3].verdict, Verdict::kFault);
   EXPECT_EQ(d.gpus[3].line, "GPU 3 FAULT — fell off the bus (Xid 79) [XID_FATAL, GPU_LOST]");
   EXPECT_EQ(d.findings[0].code, "XID_FATAL");
@@ -166,8 +167,8 @@ TEST(VerdictTest, LostGpuIsAFault) {
   // Without the kernel log, NVML alone says it.
   d = DiagnoseOne(s);
   EXPECT_EQ(d.summary,
-            "FAULT — hardware: GPU 3 is lost: it fell off the bus (nvmlDeviceGetHandleByIndex_v2 "
-            "on GPU 3: GPU is lost); 7 other GPUs OK");
+            "FAULT — hardware: GPU 3 (PCI 0000:48:00) is lost: it fell off the bus "
+            "(nvmlDeviceGetHandleByIndex_v2 on GPU 3: GPU is lost); 7 other GPUs OK");
 }
 
 TEST(VerdictTest, FaultBeatsBusyAndDegraded) {

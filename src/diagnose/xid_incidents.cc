@@ -5,40 +5,39 @@
 
 namespace gw::diagnose::internal {
 
-Opt<PciAddress> ParseSlot(std::string_view text) {
-  Opt<PciAddress> a = ParsePciAddress(text);
-  if (a) a->function = 0;
-  return a;
-}
-
 Where XidIncidents::WhereOf(const kmsg::KernelEvent& e) const {
   Where w;
   if (!e.pci_bus_id) return w;
-  if (Opt<PciAddress> a = ParseSlot(*e.pci_bus_id)) {
-    if (auto it = gpu_at.find(*a); it != gpu_at.end()) {
-      w.gpu = it->second;
-    } else {
-      w.pci = *a;
-    }
-  }
+  w.pci = ParsePciSlot(*e.pci_bus_id);
+  if (w.pci) w.gpu = gpus.GpuAt(*e.pci_bus_id);
   return w;
+}
+
+const XidIncident* KernelIncidentOf(const XidIncidents& incidents, unsigned gpu) {
+  const XidIncident* last = nullptr;
+  const XidIncident* fell = nullptr;
+  for (const XidIncident& inc : incidents.list) {
+    if (inc.where.gpu != gpu || (!inc.current() && !inc.age.running_boot)) continue;
+    last = &inc;
+    if (inc.xid == 79) fell = &inc;
+  }
+  return fell != nullptr ? fell : last;
 }
 
 XidIncidents BuildXidIncidents(std::span<const Snapshot> history,
                                std::span<const kmsg::KernelEvent> events,
                                const kmsg::EventAgeOptions& options) {
   XidIncidents out;
-  std::map<std::string_view, unsigned> seen;  // Addresses are the same sample after sample.
-  for (const Snapshot& s : history) {
-    for (const Gpu& gpu : s.gpus) {
-      if (!gpu.pci_bus_id) continue;
-      auto [it, fresh] = seen.try_emplace(*gpu.pci_bus_id, gpu.index);
-      if (!fresh && it->second == gpu.index) continue;
-      it->second = gpu.index;
-      if (Opt<PciAddress> a = ParseSlot(*gpu.pci_bus_id)) out.gpu_at[*a] = gpu.index;
-    }
-  }
   out.ages = kmsg::AgeEvents(events, options, history.back().time_unix_ms);
+  // Addresses the kernel named in the boot the samples describe may place a
+  // GPU NVML lists without its address (a lost GPU); older ones say nothing
+  // of where today's GPUs sit.
+  std::vector<std::string> named;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const bool this_boot = out.ages[i].age == kmsg::EventAge::kCurrent || out.ages[i].running_boot;
+    if (this_boot && events[i].pci_bus_id) named.push_back(*events[i].pci_bus_id);
+  }
+  out.gpus = MapGpusToPci(history, named);
 
   // A notice printed with an Xid 79 is that Xid's, not a second fall.
   for (size_t i = 0; i < events.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "core/gpu_pci.h"
 #include "core/pci_address.h"
 #include "core/snapshot.h"
 #include "kmsg/event_age.h"
@@ -16,8 +17,9 @@
 
 namespace gw::diagnose::internal {
 
-// Where an incident happened: a GPU index, else the PCI address no sample
-// lists, else nothing (no address in the log).
+// Where an incident happened: a GPU index (with its slot when known, as
+// "GPU 5 (PCI 0000:bb:00)"), else the PCI address no GPU of the samples has
+// (`gpu` empty), else nothing (no address in the log).
 struct Where {
   Opt<unsigned> gpu;
   Opt<PciAddress> pci;
@@ -37,9 +39,10 @@ struct XidIncident {
 
 // The incidents of a history's kernel log, and what placed them.
 struct XidIncidents {
-  // PCI slot (function 0) -> GPU index, from every sample, the latest last:
-  // a GPU that fell off the bus may no longer say where it sits.
-  std::map<PciAddress, unsigned> gpu_at;
+  // PCI slot <-> GPU index (core/gpu_pci.h), from every sample, the latest
+  // last (a GPU that fell off the bus may no longer say where it sits), and
+  // the addresses the current boot's events name.
+  GpuPciMap gpus;
   // The age of every event (the same positions as the events).
   std::vector<kmsg::AgedEvent> ages;
   // Incidents in log order; events out of range (--since, the age limit) are left out.
@@ -50,10 +53,13 @@ struct XidIncidents {
   Where WhereOf(const kmsg::KernelEvent& e) const;
 };
 
-// Incidents are placed by PCI slot (domain, bus, device): the kernel names a
-// GPU without its function ("0000:3b:00"), NVML with it ("...:3B:00.0").
-Opt<PciAddress> ParseSlot(std::string_view text);
+// What the kernel said of GPU `gpu` in the boot the samples describe (current
+// incidents, or older ones of the running boot): its last Xid 79 (or
+// fell-off-the-bus notice), else its last incident of any Xid; nullptr when
+// none.
+const XidIncident* KernelIncidentOf(const XidIncidents& incidents, unsigned gpu);
 
+// Incidents are placed by PCI slot (core/pci_address.h, ParsePciSlot).
 // REQUIRES: !history.empty(). `events` outlive the result.
 XidIncidents BuildXidIncidents(std::span<const Snapshot> history,
                                std::span<const kmsg::KernelEvent> events,

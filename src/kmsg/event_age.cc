@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -132,6 +133,30 @@ bool SameFallOffTheBus(const KernelEvent& xid79, const KernelEvent& notice, size
     return std::fabs(*gap) <= kSameIncidentS;
   }
   return distance <= 3;
+}
+
+std::set<std::string> BootsOfRunningKernel(std::span<const KernelEvent> events,
+                                           std::span<const KernelEvent> running) {
+  // The running kernel's events by the microsecond of their kernel time.
+  std::multimap<int64_t, const KernelEvent*> at;
+  for (const KernelEvent& r : running) {
+    if (r.kind == kKindBoot || !r.monotonic_s) continue;
+    at.emplace(std::llround(*r.monotonic_s * 1e6), &r);
+  }
+  std::set<std::string> out;
+  for (const KernelEvent& e : events) {
+    if (e.kind == kKindBoot || !e.monotonic_s || out.count(e.boot_id)) continue;
+    const int64_t us = std::llround(*e.monotonic_s * 1e6);
+    for (auto it = at.lower_bound(us - 1); it != at.end() && it->first <= us + 1; ++it) {
+      const KernelEvent& r = *it->second;
+      if (r.kind == e.kind && r.xid == e.xid && r.pci_bus_id == e.pci_bus_id &&
+          r.detail == e.detail) {
+        out.insert(e.boot_id);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace gw::kmsg

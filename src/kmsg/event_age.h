@@ -32,6 +32,7 @@
 #define GPUWARDEN_KMSG_EVENT_AGE_H_
 
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -97,6 +98,16 @@ inline constexpr double kSameIncidentS = 5;
 // (kernel time, else wall time; with neither, at most `distance` events apart
 // with distance <= 3).
 bool SameFallOffTheBus(const KernelEvent& xid79, const KernelEvent& notice, size_t distance);
+
+// The boots of `events` (a file's "<file>#n" boots) that are the running
+// kernel's: an event of that boot is also in `running` (what the running
+// kernel's own log, /dev/kmsg, holds now) at the same kernel time (within a
+// microsecond, dmesg's precision), of the same kind, GPU, Xid and text. Boot
+// markers do not count: a kernel's first lines have the same stamps in every
+// boot. Another boot of the same machine matches no NVRM line to the
+// microsecond; a log from another machine neither.
+std::set<std::string> BootsOfRunningKernel(std::span<const KernelEvent> events,
+                                           std::span<const KernelEvent> running);
 
 }  // namespace gw::kmsg
 

@@ -166,5 +166,38 @@ TEST(KmsgEventAge, Xid79AndItsNoticeAreOneIncident) {
   EXPECT_FALSE(SameFallOffTheBus(a, b, 9));
 }
 
+// A dmesg file is of the running boot when the running kernel's log holds one
+// of its NVRM lines at the same kernel time; boot markers and other boots'
+// lines do not count.
+TEST(BootsOfRunningKernel, AFileBootIsTheRunningOneWhenKmsgHoldsItsLines) {
+  const auto event = [](std::string boot, double mono, std::string detail) {
+    KernelEvent e;
+    e.kind = kKindXid;
+    e.xid = 79;
+    e.pci_bus_id = "00000000:BB:00.0";
+    e.monotonic_s = mono;
+    e.detail = std::move(detail);
+    e.boot_id = std::move(boot);
+    return e;
+  };
+  KernelEvent file_boot;
+  file_boot.kind = kKindBoot;
+  file_boot.monotonic_s = 0.0;
+  file_boot.boot_id = "f#1";
+  std::vector<KernelEvent> file = {file_boot, event("f#0", 100.25, "GPU has fallen off the bus."),
+                                   event("f#1", 12877.612345, "GPU has fallen off the bus.")};
+  KernelEvent kmsg_boot = file_boot;
+  kmsg_boot.boot_id = "0123";
+  const std::vector<KernelEvent> running = {
+      kmsg_boot, event("0123", 12877.612345, "GPU has fallen off the bus.")};
+  EXPECT_EQ(BootsOfRunningKernel(file, running), std::set<std::string>{"f#1"});
+  // Another microsecond, another text, or only the boot marker: not this boot.
+  for (const KernelEvent& r : {event("0123", 12877.612347, "GPU has fallen off the bus."),
+                               event("0123", 12877.612345, "something else")}) {
+    EXPECT_TRUE(BootsOfRunningKernel(file, std::vector<KernelEvent>{kmsg_boot, r}).empty());
+  }
+  EXPECT_TRUE(BootsOfRunningKernel(file, std::vector<KernelEvent>{kmsg_boot}).empty());
+}
+
 }  // namespace
 }  // namespace gw::kmsg

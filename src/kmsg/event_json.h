@@ -10,7 +10,8 @@
 namespace gw::kmsg {
 
 // One object per event: every KernelEvent field (unknown -> null; strings made
-// valid UTF-8). The catalog's explanation is the renderer's (xid_info).
+// valid UTF-8) but time_from_boot_start, which the renderer gives as
+// time_source. The catalog's explanation is the renderer's (xid_info).
 nlohmann::json EventToJson(const KernelEvent& ev);
 nlohmann::json EventsToJson(const std::vector<KernelEvent>& events);
 

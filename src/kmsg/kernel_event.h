@@ -52,7 +52,10 @@ inline constexpr const char kKindDriverLoad[] = "driver_load";
 struct KernelEvent {
   Opt<int64_t> time_unix_ms;  // Wall time, when the log gave or implied it.
   Opt<double> monotonic_s;    // Kernel timestamp (seconds since that boot).
-  std::string kind;           // One of the kKind* values above.
+  // time_unix_ms was not in the line: it is the running boot's start plus
+  // monotonic_s (/dev/kmsg records, whose boot is the running one).
+  bool time_from_boot_start = false;
+  std::string kind;  // One of the kKind* values above.
   // The GPU, normalised as NVML prints it: "00000000:3B:00.0".
   Opt<std::string> pci_bus_id;
   Opt<unsigned> xid;

@@ -314,7 +314,10 @@ LinePrefix ParseLinePrefix(std::string_view prefix, const PrefixContext& ctx,
     const std::string_view header = prefix.substr(c.i, prefix.size() - 1 - c.i);
     if (auto usec = ParseKmsgHeaderUsec(header)) {
       p.monotonic_s = static_cast<double>(*usec) / 1e6;
-      if (ctx.boot_time_unix_ms) p.time_unix_ms = *ctx.boot_time_unix_ms + *usec / 1000;
+      if (ctx.boot_time_unix_ms) {
+        p.time_unix_ms = *ctx.boot_time_unix_ms + *usec / 1000;
+        p.time_from_boot_start = true;
+      }
       return p;
     }
   }
@@ -353,6 +356,7 @@ LinePrefix ParseLinePrefix(std::string_view prefix, const PrefixContext& ctx,
   }
   if (!p.time_unix_ms && p.monotonic_s && ctx.boot_time_unix_ms) {
     p.time_unix_ms = *ctx.boot_time_unix_ms + static_cast<int64_t>(*p.monotonic_s * 1000.0);
+    p.time_from_boot_start = true;
   }
   return p;
 }

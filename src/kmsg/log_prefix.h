@@ -15,6 +15,9 @@ namespace gw::kmsg {
 struct LinePrefix {
   std::optional<int64_t> time_unix_ms;  // Wall time, read or derived from monotonic.
   std::optional<double> monotonic_s;    // `[ 1234.567890]` or a /dev/kmsg usec field.
+  // time_unix_ms is PrefixContext::boot_time_unix_ms + monotonic_s: the line
+  // gave only its kernel time.
+  bool time_from_boot_start = false;
   // False when the prefix names a syslog tag other than "kernel" (a user-space
   // program that logged the same words): such a line is not a kernel message.
   bool from_kernel = true;

@@ -119,6 +119,7 @@ std::string NvrmParser::CurrentBootId() const {
 KernelEvent NvrmParser::NewEvent(const char* kind, const Times& t, std::string_view raw) const {
   KernelEvent ev;
   ev.time_unix_ms = t.time_unix_ms;
+  ev.time_from_boot_start = t.time_from_boot_start && t.time_unix_ms.has_value();
   ev.monotonic_s = t.monotonic_s;
   ev.kind = kind;
   ev.raw = CapLine(raw);
@@ -195,7 +196,7 @@ void NvrmParser::ProcessTextLine(std::string_view line, size_t hit) {
   if (at > 0 && std::string_view(" \t]:;>").find(line[at - 1]) == std::string_view::npos) return;
   const LinePrefix lp = ParseLinePrefix(line.substr(0, at), prefix_ctx_, local_);
   if (!lp.from_kernel) return;
-  const Times t{lp.time_unix_ms, lp.monotonic_s};
+  const Times t{lp.time_unix_ms, lp.monotonic_s, lp.time_from_boot_start};
   if (!is_nvrm) {
     HandleBoot(line.substr(at), t, line, false);
     return;
@@ -222,7 +223,10 @@ void NvrmParser::FeedKmsgRecord(std::string_view record) {
   ++stats_.candidate_lines;
   Times t;
   t.monotonic_s = static_cast<double>(*usec) / 1e6;
-  if (options_.boot_time_unix_ms) t.time_unix_ms = *options_.boot_time_unix_ms + *usec / 1000;
+  if (options_.boot_time_unix_ms) {
+    t.time_unix_ms = *options_.boot_time_unix_ms + *usec / 1000;
+    t.time_from_boot_start = true;
+  }
   ProcessMessageLines(UnescapeKmsg(msg), t, record.substr(0, semi + 1));
 }
 
@@ -318,7 +322,10 @@ void NvrmParser::StartBoot(const Times& t, std::string_view raw, std::string det
     boot_marked_ = false;
     if (!events_.empty() && events_.back().kind == kKindBoot) {
       events_.back().detail += "; " + detail;
-      if (!events_.back().time_unix_ms) events_.back().time_unix_ms = t.time_unix_ms;
+      if (!events_.back().time_unix_ms) {
+        events_.back().time_unix_ms = t.time_unix_ms;
+        events_.back().time_from_boot_start = t.time_from_boot_start;
+      }
       if (!events_.back().monotonic_s) events_.back().monotonic_s = t.monotonic_s;
     }
     return;

@@ -110,6 +110,7 @@ class NvrmParser {
   struct Times {
     Opt<int64_t> time_unix_ms;
     Opt<double> monotonic_s;
+    bool time_from_boot_start = false;  // KernelEvent::time_from_boot_start.
   };
   enum class PendingKind { kNone, kProbe, kCrashDump, kRmInit, kSerial };
 

@@ -907,14 +907,18 @@ std::vector<Origin> Merge(std::vector<std::pair<size_t, SourceRead>>& reads) {
 
 }  // namespace
 
+int64_t RunningBootStartUnixMs(const Clock& clock) {
+  return clock.NowUnixMs() - clock.MonotonicMs();
+}
+
 Result<ReadResult> ReadKernelEvents(const ReadOptions& options) {
   RealClock real_clock;
   const Clock& clock = options.clock ? *options.clock : real_clock;
   SourceContext ctx;
   ctx.since_unix_ms = options.since_unix_ms;
   ctx.now_unix_ms = clock.NowUnixMs();
-  ctx.boot_time_unix_ms = options.boot_time_unix_ms ? *options.boot_time_unix_ms
-                                                    : clock.NowUnixMs() - clock.MonotonicMs();
+  ctx.boot_time_unix_ms =
+      options.boot_time_unix_ms ? *options.boot_time_unix_ms : RunningBootStartUnixMs(clock);
   ctx.boot_id = ReadBootId(options.boot_id_path);
 
   auto keep = [&](const KernelEvent& ev) {

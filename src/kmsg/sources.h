@@ -222,6 +222,15 @@ std::string NotTextReason(std::string_view block);
 
 // ---------------------------------------------------------------------------
 
+// When the running kernel's clock read 0, as wall time: now minus the
+// monotonic clock. Both the kernel's own stamps and CLOCK_MONOTONIC leave out
+// time spent suspended, so this places a stamp right after a suspend, where
+// /proc/stat's btime (the boot's real start) would place it early by the
+// time suspended. The one place a kernel time of the running boot becomes a
+// wall time: /dev/kmsg records here, and the renderers' placing of a file
+// shown to be of this boot.
+int64_t RunningBootStartUnixMs(const Clock& clock);
+
 struct ReadOptions {
   std::string kernel_log_file;  // When set: read only this file.
   Opt<int64_t> since_unix_ms;   // Drop events older than this (unknown times are kept).
@@ -230,8 +239,8 @@ struct ReadOptions {
   bool all_sources = true;
   int journal_timeout_ms = 10'000;
   const Clock* clock = nullptr;  // nullptr: the real clock.
-  // The running boot: start (default: now - monotonic clock) and id (default:
-  // read from boot_id_path).
+  // The running boot: start (default: RunningBootStartUnixMs) and id
+  // (default: read from boot_id_path).
   Opt<int64_t> boot_time_unix_ms;
   std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
   // Replaces the default chain (tests); not owned.

@@ -54,12 +54,28 @@ json SourcesJson(const EventsContext& ctx) {
   return {{"used", std::move(used)}, {"unavailable", std::move(unavailable)}};
 }
 
-json EventJson(const kmsg::KernelEvent& ev, const EventsContext& ctx) {
+json EventJson(const kmsg::KernelEvent& ev, const EventsContext& ctx,
+               std::string_view last_boot_id) {
   json e = kmsg::EventToJson(ev);
   const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id);
   e["gpu_index"] = JsonOrNull(idx);
+  e["gpu_placed_by_order"] = idx && ctx.gpus->placed_by_order.count(*idx) > 0;
+  const EventWallTime when = PlaceEventInTime(ev, ctx, last_boot_id);
+  e["time_unix_ms"] = JsonOrNull(when.unix_ms);
+  e["time_utc"] = when.unix_ms ? JsonOrNull(IsoTimeUtc(*when.unix_ms)) : json(nullptr);
+  if (when.unix_ms) {
+    e["time_source"] = std::string(when.source);
+  } else if (ev.monotonic_s) {
+    e["time_source"] = when.other_boot ? "other_boot" : "unmatched_boot";
+  } else {
+    e["time_source"] = nullptr;
+  }
   e["xid_info"] = XidInfoJson(ev);
   return e;
+}
+
+std::string LastBootOf(const std::vector<kmsg::KernelEvent>& events) {
+  return events.empty() ? std::string() : events.back().boot_id;
 }
 
 json EscalationsJson(const EventsContext& ctx) {
@@ -93,7 +109,8 @@ json EventsJsonUnchecked(const std::vector<kmsg::KernelEvent>& events, const Eve
   j["schema_version"] = kEventsSchemaVersion;
   j["sources"] = SourcesJson(ctx);
   json list = json::array();
-  for (const kmsg::KernelEvent& ev : events) list.push_back(EventJson(ev, ctx));
+  const std::string last_boot = LastBootOf(events);
+  for (const kmsg::KernelEvent& ev : events) list.push_back(EventJson(ev, ctx, last_boot));
   j["events"] = std::move(list);
   j["escalations"] = EscalationsJson(ctx);
   return j;
@@ -147,11 +164,12 @@ void WriteEventsJsonPieces(const std::vector<kmsg::KernelEvent>& events,
   member("events");
   out.Write("[");
   bool first = true;
+  const std::string last_boot = LastBootOf(events);
   for (const kmsg::KernelEvent& ev : events) {
     out.Write(first ? "" : ",");
     if (pretty) out.Write("\n    ");
     first = false;
-    out.Write(DumpJsonFragmentForTerminal(EventJson(ev, context), pretty, 2));
+    out.Write(DumpJsonFragmentForTerminal(EventJson(ev, context, last_boot), pretty, 2));
   }
   if (pretty && !events.empty()) out.Write("\n  ");
   out.Write("]");

@@ -19,7 +19,10 @@ inline constexpr char kEventsSchemaName[] = "gpuwarden.events";
 inline constexpr int kEventsSchemaVersion = 1;
 
 // {schema, schema_version, sources {used, unavailable [{name, reason}]},
-// events [kmsg::EventToJson + gpu_index + xid_info], escalations}. xid_info is
+// events [kmsg::EventToJson + gpu_index + gpu_placed_by_order + xid_info,
+// with time_unix_ms as PlaceEventInTime gives it, time_utc (ISO 8601) and
+// time_source ("log", "boot_start", "other_boot", "unmatched_boot", null)],
+// escalations}. xid_info is
 // {xid, attributed_xid, known, name, mnemonic, meaning, cause_class, action,
 // actor, hardware, reboot_recoverable, advice} for Xid events (unknown codes
 // too, known false) and null for other kinds. Never throws.

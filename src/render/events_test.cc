@@ -1,9 +1,14 @@
 #include "render/events_text.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/json_out.h"
@@ -34,9 +39,37 @@ EventsContext Context() {
   EventsContext c;
   c.sources_used = {"kmsg"};
   c.sources_unavailable = {"journal: journalctl not found"};
-  c.gpu_index_by_bus_id = {{"00000000:5D:00.0", 3}, {"00000000:19:00.0", 0}};
+  Snapshot s;
+  s.gpus.resize(2);
+  s.gpus[0].index = 0;
+  s.gpus[0].pci_bus_id = "00000000:19:00.0";
+  s.gpus[1].index = 3;
+  s.gpus[1].pci_bus_id = "00000000:5D:00.0";
+  c.gpus = MapGpusToPci(std::vector<Snapshot>{s}, {});
   return c;
 }
+
+// Sets TZ for the life of the object.
+class EventsTz {
+ public:
+  explicit EventsTz(const char* tz) {
+    const char* old = std::getenv("TZ");
+    if (old) saved_ = old;
+    setenv("TZ", tz, 1);
+    tzset();
+  }
+  ~EventsTz() {
+    if (saved_) {
+      setenv("TZ", saved_->c_str(), 1);
+    } else {
+      unsetenv("TZ");
+    }
+    tzset();
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
 
 TEST(GpuIndexForBusId, MatchesEverySpellingOfTheAddress) {
   const EventsContext c = Context();
@@ -49,6 +82,105 @@ TEST(GpuIndexForBusId, MatchesEverySpellingOfTheAddress) {
   EXPECT_EQ(GpuIndexForBusId(c, std::string("00000000:AA:00.0")), std::nullopt);
   EXPECT_EQ(GpuIndexForBusId(c, std::string("not a bus")), std::nullopt);
   EXPECT_EQ(GpuIndexForBusId(c, std::nullopt), std::nullopt);
+}
+
+// An Xid 79 at the kernel's "0000:bb:00" on GPU 5, which NVML lists as lost:
+// with its bus id (a dump), or without one (a live probe whose handle failed),
+// placed then by NVML's PCI order between its neighbours.
+TEST(GpuIndexForBusId, ALostGpuIsFoundByTheKernelsShortAddress) {
+  for (const bool listed_with_address : {true, false}) {
+    SCOPED_TRACE(listed_with_address);
+    Snapshot s;
+    const char* buses[] = {"19", "3B", "4C", "5D", "9B", "BB", "CB", "DB"};
+    for (unsigned i = 0; i < 8; ++i) {
+      Gpu g;
+      g.index = i;
+      g.pci_bus_id = fmt::format("00000000:{}:00.0", buses[i]);
+      s.gpus.push_back(g);
+    }
+    s.gpus[5].unreachable = ProbeError{"nvml", "gpu_lost", "GPU is lost", 5, 15};
+    if (!listed_with_address) s.gpus[5].pci_bus_id.reset();
+    EventsContext c;
+    c.gpus = MapGpusToPci(std::vector<Snapshot>{s}, std::vector<std::string>{"00000000:BB:00.0"});
+    EXPECT_EQ(GpuIndexForBusId(c, std::string("0000:bb:00")), 5u);
+    KernelEvent ev = Xid(79, "00000000:BB:00.0");
+    const std::string out = RenderEventsText({ev}, c, false, 300);
+    EXPECT_NE(out.find("  GPU 5 (PCI 0000:bb:00)  Xid 79 "), std::string::npos) << out;
+    const json j = EventsJson({ev}, c);
+    EXPECT_EQ(j["events"][0]["gpu_index"], 5);
+    EXPECT_EQ(j["events"][0]["gpu_placed_by_order"], !listed_with_address);
+  }
+}
+
+// A kernel time alone (plain dmesg) of the running boot is placed on the wall
+// clock from the boot's start; the JSON keeps the kernel time and says how.
+TEST(EventsText, AKernelTimeOfTheRunningBootIsShownAtItsWallTime) {
+  EventsTz utc("UTC");
+  KernelEvent ev = Xid(79, "00000000:5D:00.0");
+  ev.monotonic_s = 12877.6;
+  ev.boot_id = "running";
+  EventsContext c = Context();
+  c.running_boot_ids = {"running"};
+  c.running_boot_start_unix_ms = testing::kTime;  // 2025-01-20T10:18:26Z.
+  const std::string out = RenderEventsText({ev}, c, false, 200);
+  // 10:18:26 + 12877.6 s = 13:53:03.6.
+  EXPECT_NE(out.find("\n2025-01-20T13:53:03+00:00  GPU 3 (PCI 0000:5d:00)  Xid 79"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("boot+"), std::string::npos) << out;
+  const json e = EventsJson({ev}, c)["events"][0];
+  EXPECT_EQ(e["monotonic_s"], 12877.6);
+  EXPECT_EQ(e["time_unix_ms"], testing::kTime + 12'877'600);
+  EXPECT_EQ(e["time_utc"], "2025-01-20T13:53:03.600Z");
+  EXPECT_EQ(e["time_source"], "boot_start");
+}
+
+// A kernel time of another boot, or of a file not shown to be of this boot,
+// gets no invented wall time.
+TEST(EventsText, AKernelTimeOfAnotherBootCannotBePlaced) {
+  EventsTz utc("UTC");
+  KernelEvent ev = Xid(79, "00000000:5D:00.0");
+  ev.monotonic_s = 12877.6;
+  ev.boot_id = "older";
+  EventsContext c = Context();
+  c.running_boot_ids = {"running"};
+  c.running_boot_start_unix_ms = testing::kTime;
+  const std::string out = RenderEventsText({ev}, c, false, 200);
+  EXPECT_NE(out.find("\nboot+12877.6s (another boot; no wall-clock time)  GPU 3 (PCI 0000:5d:00)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  times: boot+N s: seconds since that boot."), std::string::npos) << out;
+  const json e = EventsJson({ev}, c)["events"][0];
+  EXPECT_TRUE(e["time_unix_ms"].is_null());
+  EXPECT_TRUE(e["time_utc"].is_null());
+  EXPECT_EQ(e["time_source"], "other_boot");
+  EXPECT_EQ(e["monotonic_s"], 12877.6);
+
+  // A file whose boot the running kernel's log did not confirm: its last boot
+  // is not known to be another one; its earlier boots are.
+  c.running_boot_ids.clear();
+  KernelEvent earlier = ev;
+  earlier.boot_id = "file#1";
+  ev.boot_id = "file#2";
+  const std::string file = RenderEventsText({earlier, ev}, c, false, 200);
+  EXPECT_NE(file.find("\nboot+12877.6s (another boot; no wall-clock time)"), std::string::npos)
+      << file;
+  EXPECT_NE(file.find("\nboot+12877.6s (boot not matched to this one; no wall-clock time)"),
+            std::string::npos)
+      << file;
+  EXPECT_EQ(EventsJson({earlier, ev}, c)["events"][1]["time_source"], "unmatched_boot");
+}
+
+// A wall time the log carried is the log's.
+TEST(EventsJson, ALoggedWallTimeSaysSo) {
+  KernelEvent ev = Xid(79, "00000000:5D:00.0");
+  ev.time_unix_ms = testing::kTime;
+  json e = EventsJson({ev}, Context())["events"][0];
+  EXPECT_EQ(e["time_source"], "log");
+  EXPECT_EQ(e["time_utc"], "2025-01-20T10:18:26.000Z");
+  ev.time_from_boot_start = true;  // /dev/kmsg: the running boot's start + usec.
+  e = EventsJson({ev}, Context())["events"][0];
+  EXPECT_EQ(e["time_source"], "boot_start");
 }
 
 TEST(EventsText, NoEvents) {
@@ -69,16 +201,23 @@ TEST(EventsText, OneLinePerEventAttributedAndExplained) {
   const std::vector<KernelEvent> events = {
       Xid(79, "00000000:5D:00.0"), app, Xid(79, "00000000:5d:00.0"), Xid(79, "00000000:AA:00.0")};
   const std::string out = RenderEventsText(events, Context(), false, 200);
-  const std::vector<std::string> lines = testing::SplitLines(out);
-  ASSERT_GE(lines.size(), 8u) << out;
-  EXPECT_EQ(lines[3],
-            "boot+1234.5s  GPU 3  Xid 79 GPU_HAS_FALLEN_OFF_THE_BUS  — GPU fell off "
-            "the bus; reboot the node (admin)");
-  EXPECT_NE(lines[4].find("GPU 0  Xid 13 "), std::string::npos) << lines[4];
-  EXPECT_NE(lines[4].find("pid 4242 python"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[4].find("restart the application (user)"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[5].find("  GPU 3  "), std::string::npos);  // Bus ids match case-insensitively.
-  EXPECT_NE(lines[6].find("  00000000:AA:00.0  "), std::string::npos);  // Not in the snapshot.
+  std::vector<std::string> lines = testing::SplitLines(out);
+  const auto first = std::find_if(lines.begin(), lines.end(),
+                                  [](const std::string& l) { return l.starts_with("boot+"); });
+  ASSERT_GE(lines.end() - first, 9) << out;
+  lines.erase(lines.begin(), first);
+  EXPECT_EQ(lines[0],
+            "boot+1234.5s (boot not matched to this one; no wall-clock time)  GPU 3 (PCI "
+            "0000:5d:00)  Xid 79 GPU_HAS_FALLEN_OFF_THE_BUS  — GPU fell off the bus; reboot the "
+            "node (admin)");
+  EXPECT_NE(lines[1].find("GPU 0 (PCI 0000:19:00)  Xid 13 "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("pid 4242 python"), std::string::npos) << lines[1];
+  // Too wide for one line: the meaning goes below.
+  EXPECT_NE(lines[2].find("restart the application (user)"), std::string::npos) << lines[2];
+  // Bus ids match case-insensitively.
+  EXPECT_NE(lines[3].find("  GPU 3 (PCI 0000:5d:00)  "), std::string::npos) << lines[3];
+  // Not in the snapshot.
+  EXPECT_NE(lines[4].find("  PCI 0000:aa:00 (no GPU listed)  "), std::string::npos) << lines[4];
   // Each Xid explained once.
   const size_t meaning = out.find("What they mean:");
   ASSERT_NE(meaning, std::string::npos);
@@ -88,20 +227,17 @@ TEST(EventsText, OneLinePerEventAttributedAndExplained) {
 }
 
 TEST(EventsText, WallTimeIsLocalIso) {
-  const char* old = std::getenv("TZ");
-  const std::string saved = old ? old : "";
-  setenv("TZ", "UTC", 1);
-  tzset();
   KernelEvent ev = Xid(79, "00000000:5D:00.0");
   ev.time_unix_ms = testing::kTime;
-  const std::string out = RenderEventsText({ev}, Context(), false, 200);
-  if (old) {
-    setenv("TZ", saved.c_str(), 1);
-  } else {
-    unsetenv("TZ");
+  std::string out;
+  {
+    EventsTz utc("UTC");
+    out = RenderEventsText({ev}, Context(), false, 200);
   }
-  tzset();
-  EXPECT_NE(out.find("\n2025-01-20T10:18:26+00:00  GPU 3  Xid 79"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n2025-01-20T10:18:26+00:00  GPU 3 (PCI 0000:5d:00)  Xid 79"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("  times: "), std::string::npos) << out;  // Nothing left unplaced.
 }
 
 TEST(EventsText, OtherKindsAndBoots) {
@@ -112,8 +248,11 @@ TEST(EventsText, OtherKindsAndBoots) {
   off.kind = kmsg::kKindFallenOffBus;
   off.pci_bus_id = "00000000:5D:00.0";
   const std::string out = RenderEventsText({boot, off}, Context(), false, 200);
-  EXPECT_NE(out.find("boot+0.0s  --- boot ---"), std::string::npos) << out;
-  EXPECT_NE(out.find("GPU 3  GPU fell off the bus  — GPU fell off the bus; reboot the node"),
+  EXPECT_NE(out.find("boot+0.0s (boot not matched to this one; no wall-clock time)  --- boot ---"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("GPU 3 (PCI 0000:5d:00)  GPU fell off the bus  — GPU fell off the bus; "
+                     "reboot the node"),
             std::string::npos)
       << out;
   // Boots alone are not NVRM events.
@@ -167,7 +306,7 @@ TEST(EventsText, HostileTextColourAndWidth) {
   const std::string wide = RenderEventsText({ev}, c, false, 300);
   EXPECT_NE(wide.find("pid 7 evil\\x1b]0;pwned\\x07\\xff"), std::string::npos) << wide;
   EXPECT_NE(wide.find("Patterns across events:\n  ! hardware inspection: GPU 3 "
-                      "(00000000:5D:00.0): Xid 79 recurred on this GPU across 2 reboots\n"),
+                      "(PCI 0000:5d:00): Xid 79 recurred on this GPU across 2 reboots\n"),
             std::string::npos)
       << wide;
   EXPECT_NE(RenderEventsText({ev}, c, true, 300).find('\x1b'), std::string::npos);

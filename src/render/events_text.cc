@@ -3,6 +3,7 @@
 #include "core/units.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <set>
 #include <string_view>
@@ -20,20 +21,20 @@ namespace {
 
 using kmsg::KernelEvent;
 
-std::string LocalIsoTime(int64_t unix_ms) { return FormatLocalTime(unix_ms); }
-
-std::string EventTime(const KernelEvent& ev) {
-  if (ev.time_unix_ms) return LocalIsoTime(*ev.time_unix_ms);
-  if (ev.monotonic_s) return fmt::format("boot+{:.1f}s", *ev.monotonic_s);
-  return "time N/A";
+// "GPU 5 (PCI 0000:bb:00)"; an address no GPU of the snapshot has stays an
+// address, and says so when there was a snapshot to look in.
+std::string GpuLabel(const std::optional<std::string>& bus, const EventsContext& ctx) {
+  if (!bus) return "GPU ?";
+  const std::optional<PciAddress> slot = ParsePciSlot(*bus);
+  if (!slot) return SanitizeForTerminal(*bus);
+  if (const std::optional<unsigned> idx = GpuIndexForBusId(ctx, bus)) {
+    return GpuWithPci(*idx, slot);
+  }
+  return fmt::format("PCI {}{}", slot->KernelText(), ctx.gpus ? " (no GPU listed)" : "");
 }
 
-std::string GpuLabel(const KernelEvent& ev, const EventsContext& ctx) {
-  if (const std::optional<unsigned> idx = GpuIndexForBusId(ctx, ev.pci_bus_id)) {
-    return fmt::format("GPU {}", *idx);
-  }
-  if (ev.pci_bus_id) return SanitizeForTerminal(*ev.pci_bus_id);
-  return "GPU ?";
+std::string LastBootId(const std::vector<KernelEvent>& events) {
+  return events.empty() ? std::string() : events.back().boot_id;
 }
 
 std::string WhatLabel(const KernelEvent& ev) {
@@ -76,18 +77,38 @@ std::string JoinSanitised(const std::vector<std::string>& list) {
 
 std::optional<unsigned> GpuIndexForBusId(const EventsContext& context,
                                          const std::optional<std::string>& pci_bus_id) {
-  if (!pci_bus_id) return std::nullopt;
-  if (const auto it = context.gpu_index_by_bus_id.find(*pci_bus_id);
-      it != context.gpu_index_by_bus_id.end()) {
-    return it->second;
+  if (!pci_bus_id || !context.gpus) return std::nullopt;
+  return context.gpus->GpuAt(*pci_bus_id);
+}
+
+EventWallTime PlaceEventInTime(const KernelEvent& ev, const EventsContext& context,
+                               std::string_view last_boot_id) {
+  EventWallTime out;
+  if (ev.time_unix_ms) {
+    out.unix_ms = ev.time_unix_ms;
+    out.source = ev.time_from_boot_start ? kTimeFromBootStart : kTimeFromLog;
+    return out;
   }
-  // NVML and the kernel log spell one address differently (core/pci_address.h).
-  const std::optional<PciAddress> want = ParsePciAddress(*pci_bus_id);
-  if (!want) return std::nullopt;
-  for (const auto& [bus, index] : context.gpu_index_by_bus_id) {
-    if (ParsePciAddress(bus) == want) return index;
+  const bool running = context.running_boot_ids.count(ev.boot_id) > 0;
+  if (ev.monotonic_s && running && context.running_boot_start_unix_ms) {
+    out.unix_ms = *context.running_boot_start_unix_ms +
+                  static_cast<int64_t>(std::llround(*ev.monotonic_s * 1000.0));
+    out.source = kTimeFromBootStart;
+    return out;
   }
-  return std::nullopt;
+  // The running boot is known and this is not it, or a later boot follows
+  // this one in the same log.
+  out.other_boot = !running && (!context.running_boot_ids.empty() || ev.boot_id != last_boot_id);
+  return out;
+}
+
+std::string EventTimeText(const KernelEvent& ev, const EventsContext& context,
+                          std::string_view last_boot_id) {
+  const EventWallTime when = PlaceEventInTime(ev, context, last_boot_id);
+  if (when.unix_ms) return FormatLocalTime(*when.unix_ms);
+  if (!ev.monotonic_s) return "time N/A";
+  return fmt::format("boot+{:.1f}s ({}; no wall-clock time)", *ev.monotonic_s,
+                     when.other_boot ? "another boot" : "boot not matched to this one");
 }
 
 std::string RenderEventsText(const std::vector<KernelEvent>& events, const EventsContext& ctx,
@@ -116,6 +137,19 @@ std::string RenderEventsText(const std::vector<KernelEvent>& events, const Event
   if (!ctx.sources_unavailable.empty()) {
     wrapped(JoinSanitised(ctx.sources_unavailable), "  not read: ", 4, Tone::kDim);
   }
+  const std::string last_boot = LastBootId(events);
+  const bool unplaced = std::any_of(events.begin(), events.end(), [&](const KernelEvent& ev) {
+    return ev.monotonic_s && !PlaceEventInTime(ev, ctx, last_boot).unix_ms;
+  });
+  if (unplaced) {
+    // Say why "boot+N s" has no date: a kernel time counts from a boot whose
+    // start only the running kernel knows.
+    wrapped(
+        "boot+N s: seconds since that boot. A kernel time gets a wall-clock time only when "
+        "its boot is the running one: this machine's own logs, or a file the running "
+        "kernel's log (/dev/kmsg) shows to be of this boot.",
+        "  times: ", 4, Tone::kDim);
+  }
 
   // 2. The events.
   std::vector<const KernelEvent*> to_explain;
@@ -128,13 +162,14 @@ std::string RenderEventsText(const std::vector<KernelEvent>& events, const Event
     out += '\n';
     for (const KernelEvent& ev : events) {
       if (ev.kind == kmsg::kKindBoot) {
-        emit(StyledLine().Add(fmt::format("{}  --- boot ---", EventTime(ev)), Tone::kDim));
+        emit(StyledLine().Add(fmt::format("{}  --- boot ---", EventTimeText(ev, ctx, last_boot)),
+                              Tone::kDim));
         continue;
       }
       const EventMeaning m = ExplainEvent(ev);
       StyledLine l;
-      l.Add(EventTime(ev), Tone::kDim).Add("  ");
-      l.Add(GpuLabel(ev, ctx), Tone::kBold).Add("  ");
+      l.Add(EventTimeText(ev, ctx, last_boot), Tone::kDim).Add("  ");
+      l.Add(GpuLabel(ev.pci_bus_id, ctx), Tone::kBold).Add("  ");
       l.Add(WhatLabel(ev), m.hardware ? Tone::kRed : Tone::kYellow);
       const std::string proc = ProcessLabel(ev);
       if (!proc.empty()) l.Add("  " + proc);
@@ -171,9 +206,7 @@ std::string RenderEventsText(const std::vector<KernelEvent>& events, const Event
     for (const kmsg::Escalation& e : ctx.escalations) {
       std::vector<std::string> gpus;
       for (const std::string& bus : e.pci_bus_ids) {
-        const std::optional<unsigned> idx = GpuIndexForBusId(ctx, bus);
-        gpus.push_back(idx ? fmt::format("GPU {} ({})", *idx, SanitizeForTerminal(bus))
-                           : SanitizeForTerminal(bus));
+        gpus.push_back(GpuLabel(bus, ctx));
       }
       std::string kind(kmsg::EscalationKindName(e.kind));
       std::replace(kind.begin(), kind.end(), '_', ' ');

@@ -548,6 +548,98 @@ TEST(EventsE2e, EveryCataloguedXidAgreesWithNvidiasResolution) {
   }
 }
 
+// The lost GPU of the simulated server (GPU 5: NVML gives it no address) and
+// a plain dmesg log's Xid 79 at the kernel's 0000:bb:00: `events` and `why`
+// both name GPU 5 with its address.
+TEST(EventsE2e, AnXidOfALostGpuIsBoundToItsIndex) {
+  TempDir dir;
+  const std::string log = WriteLog(
+      dir, "dmesg.log",
+      {"[12877.612345] NVRM: Xid (PCI:0000:bb:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+       "fallen off the bus."});
+  const std::string scenario = ScenarioPath("xid79-fallen-off-bus.json");
+  RunResult r = RunProcess(Gpuwarden({"--sim", scenario, "events", "--kernel-log", log, "--json"}),
+                           SimOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+  ASSERT_EQ(out["events"].size(), 1u) << r.out;
+  EXPECT_EQ(out["events"][0]["gpu_index"], 5) << r.out;
+  EXPECT_EQ(out["events"][0]["gpu_placed_by_order"], true) << r.out;
+
+  RunResult text =
+      RunProcess(Gpuwarden({"--sim", scenario, "events", "--kernel-log", log}), SimOptions());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("  GPU 5 (PCI 0000:bb:00)  Xid 79 "), std::string::npos) << text.out;
+
+  RunResult why = RunProcess(Gpuwarden({"--sim", scenario, "--timeout", "1", "why", "--window", "1",
+                                        "--kernel-log", log, "--json"}),
+                             SimOptions());
+  const json w = json::parse(why.out, nullptr, false);
+  ASSERT_FALSE(w.is_discarded()) << why.out;
+  EXPECT_NE(why.out.find("GPU 5 (PCI 0000:bb:00) fell off the bus (Xid 79)"), std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("GPU 5 (PCI 0000:bb:00) is lost"), std::string::npos) << why.out;
+  EXPECT_NE(why.out.find("the kernel logged Xid 79 for the same GPU"), std::string::npos)
+      << why.out;
+  EXPECT_EQ(why.out.find("The GPU at PCI"), std::string::npos) << why.out;
+}
+
+// A dmesg file carries kernel times only. Its boots cannot be placed on the
+// wall clock unless the running kernel's own log holds its lines (it cannot
+// here: the log's NVRM lines are made up), so no wall time is invented: the
+// earlier boot is "another boot", the last one "not matched". A line that
+// carries its wall time keeps it. (Placing a file of the running boot is
+// shown by EventsText.AKernelTimeOfTheRunningBootIsShownAtItsWallTime, with
+// a fake boot start.)
+TEST(EventsE2e, KernelTimesOfAnotherBootGetNoInventedWallTime) {
+  TempDir dir;
+  const std::string log = WriteLog(
+      dir, "dmesg.log",
+      {"[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)",
+       "[  100.250000] NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=a, An uncorrectable double "
+       "bit error",
+       "[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)",
+       "[12877.612345] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python, Graphics "
+       "Exception"});
+  RunResult r = RunProcess(Gpuwarden({"events", "--kernel-log", log}), SimOptions());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nboot+100.2s (another boot; no wall-clock time)  "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nboot+12877.6s (boot not matched to this one; no wall-clock time)  "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  times: boot+N s: seconds since that boot."), std::string::npos) << r.out;
+
+  RunResult j = RunProcess(Gpuwarden({"events", "--kernel-log", log, "--json"}), SimOptions());
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json out = json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << j.out;
+  std::map<unsigned, json> by_xid;
+  for (const json& e : out["events"]) {
+    if (e.value("xid", json()).is_number()) by_xid[e["xid"].get<unsigned>()] = e;
+  }
+  ASSERT_EQ(by_xid.size(), 2u) << j.out;
+  EXPECT_EQ(by_xid[48]["time_source"], "other_boot");
+  EXPECT_EQ(by_xid[13]["time_source"], "unmatched_boot");
+  EXPECT_EQ(by_xid[13]["monotonic_s"], 12877.612345);
+  EXPECT_TRUE(by_xid[13]["time_unix_ms"].is_null());
+  EXPECT_TRUE(by_xid[13]["time_utc"].is_null());
+
+  // `dmesg --time-format iso`: the line's own wall time, in UTC in the JSON.
+  const std::string iso =
+      WriteLog(dir, "iso.log",
+               {"2026-11-23T22:17:22,612345+00:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+                "name=<unknown>, GPU has fallen off the bus."});
+  RunResult k = RunProcess(Gpuwarden({"events", "--kernel-log", iso, "--json"}), SimOptions());
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  const json iso_out = json::parse(k.out, nullptr, false);
+  ASSERT_FALSE(iso_out.is_discarded()) << k.out;
+  ASSERT_EQ(iso_out["events"].size(), 1u) << k.out;
+  EXPECT_EQ(iso_out["events"][0]["time_source"], "log");
+  EXPECT_EQ(iso_out["events"][0]["time_utc"], "2026-11-23T22:17:22.612Z");
+}
+
 TEST(EventsE2e, RealGspTimeoutCapture) {
   const std::string log = SharedSamplesDir() + "/kernel-log_xid119-gsp-timeout_H100_dmesg.log";
   if (!std::filesystem::exists(log)) {
