@@ -64,15 +64,44 @@ fleet::HistoryPoint Point(int64_t t, int step, bool gpu0_idle, bool gpu1_full, d
   return p;
 }
 
-class WhyHistoryE2e : public ::testing::Test {
+// A simulated server with gpuwardend beside it: the scenario in a readable
+// directory, the daemon on its own socket and state directory.
+class DaemonBesideE2e : public ::testing::Test {
+ protected:
+  // Writes `scenario` and sets the options every run shares.
+  void Prepare(const char* scenario) {
+    chmod(dir_.path().c_str(), 0755);
+    scenario_ = dir_.Write("server.json", scenario);
+    options_ = SimOptions();
+    options_.env["GPUWARDEN_SOCKET"] = std::nullopt;
+    state_ = dir_.path() + "/state";
+    ASSERT_EQ(mkdir(state_.c_str(), 0700), 0);
+  }
+
+  // Starts gpuwardend (a look every 20 ms) and waits for its socket.
+  void StartDaemon() {
+    socket_ = dir_.path() + "/s.sock";
+    ASSERT_TRUE(daemon_.Start({DaemonBinary(), "--socket", socket_, "--state-dir", state_, "--sim",
+                               scenario_, "--poll-ms", "20"},
+                              options_, dir_.path() + "/daemon.log"));
+    ASSERT_TRUE(daemon_.WaitFor([&] { return access(socket_.c_str(), F_OK) == 0; }, 30))
+        << daemon_.Log();
+  }
+
+  TempDir dir_;
+  RunOptions options_;
+  std::string scenario_;
+  std::string state_;
+  std::string socket_;
+  ServiceProcess daemon_;
+};
+
+class WhyHistoryE2e : public DaemonBesideE2e {
  protected:
   void SetUp() override {
-    chmod(dir_.path().c_str(), 0755);
-    scenario_ = dir_.Write("server.json", kScenario);
-    options_ = SimOptions();
+    Prepare(kScenario);
     options_.env["GW_IDLE_PID"] = std::to_string(idle_.pid());
     options_.env["GW_WORK_PID"] = std::to_string(work_.pid());
-    options_.env["GPUWARDEN_SOCKET"] = std::nullopt;
 
     // Three hours as a daemon leaves them: minutes, then the last 100 s a
     // second. GPU 0 worked until 2h 50m ago and has sat idle since; GPU 1
@@ -82,10 +111,8 @@ class WhyHistoryE2e : public ::testing::Test {
     const int64_t first_minute = (now_ - 3 * 3600) / 60 * 60;
     idle_since_ = first_minute + 10 * 60;
     full_since_ = (now_ - 2 * 3600) / 60 * 60;
-    const std::string state = dir_.path() + "/state";
-    ASSERT_EQ(mkdir(state.c_str(), 0700), 0);
     {
-      auto store = fleet::SqliteHistoryStore::Open(state + "/history.db");
+      auto store = fleet::SqliteHistoryStore::Open(state_ + "/history.db");
       ASSERT_TRUE(store.ok()) << store.error().message;
       for (int64_t m = first_minute; m + 60 <= seconds_from / 60 * 60; m += 60) {
         ASSERT_TRUE((*store)->Append(1, Point(m, 60, m >= idle_since_, m >= full_since_, 1)).ok());
@@ -94,12 +121,7 @@ class WhyHistoryE2e : public ::testing::Test {
         ASSERT_TRUE((*store)->Append(0, Point(t, 1, true, true, 3)).ok());
       }
     }
-    socket_ = dir_.path() + "/s.sock";
-    ASSERT_TRUE(daemon_.Start({DaemonBinary(), "--socket", socket_, "--state-dir", state, "--sim",
-                               scenario_, "--poll-ms", "20"},
-                              options_, dir_.path() + "/daemon.log"));
-    ASSERT_TRUE(daemon_.WaitFor([&] { return access(socket_.c_str(), F_OK) == 0; }, 30))
-        << daemon_.Log();
+    StartDaemon();
   }
 
   RunResult Why(std::vector<std::string> args, const std::string& scenario) {
@@ -122,13 +144,8 @@ class WhyHistoryE2e : public ::testing::Test {
     return nullptr;
   }
 
-  TempDir dir_;
   ChildProcess idle_;
   ChildProcess work_;
-  RunOptions options_;
-  std::string scenario_;
-  std::string socket_;
-  ServiceProcess daemon_;
   int64_t now_ = 0;
   int64_t idle_since_ = 0;
   int64_t full_since_ = 0;
@@ -221,24 +238,14 @@ constexpr char kPauseScenario[] = R"({
   ]
 })";
 
-class IdleTimeE2e : public ::testing::Test {
+class IdleTimeE2e : public DaemonBesideE2e {
  protected:
   void SetUp() override {
-    chmod(dir_.path().c_str(), 0755);
-    scenario_ = dir_.Write("pause.json", kPauseScenario);
-    options_ = SimOptions();
+    Prepare(kPauseScenario);
     options_.env["GW_RUN_PID"] = std::to_string(run_.pid());
-    options_.env["GPUWARDEN_SOCKET"] = std::nullopt;
     start_ = static_cast<double>(std::time(nullptr));
     options_.env["GPUWARDEN_SIM_START"] = std::to_string(start_);
-    const std::string state = dir_.path() + "/state";
-    ASSERT_EQ(mkdir(state.c_str(), 0700), 0);
-    socket_ = dir_.path() + "/s.sock";
-    ASSERT_TRUE(daemon_.Start({DaemonBinary(), "--socket", socket_, "--state-dir", state, "--sim",
-                               scenario_, "--poll-ms", "20"},
-                              options_, dir_.path() + "/daemon.log"));
-    ASSERT_TRUE(daemon_.WaitFor([&] { return access(socket_.c_str(), F_OK) == 0; }, 30))
-        << daemon_.Log();
+    StartDaemon();
   }
 
   // Waits until `s` seconds after t = 0.
@@ -271,12 +278,7 @@ class IdleTimeE2e : public ::testing::Test {
     return "";
   }
 
-  TempDir dir_;
   ChildProcess run_;
-  RunOptions options_;
-  std::string scenario_;
-  std::string socket_;
-  ServiceProcess daemon_;
   double start_ = 0;
 };
 
