@@ -490,13 +490,15 @@ TEST(InvisibleHolderTest, CausesInOrder) {
   // show every process, or PIDs the driver lists that it lacks, say so.
   DiagnoseOptions partial = o;
   partial.proc_shows_every_process = false;
-  const Finding& blind = *Find(RunRules(Idle(s), partial), "INVISIBLE_HOLDER");
+  const auto partial_findings = RunRules(Idle(s), partial);
+  const Finding& blind = *Find(partial_findings, "INVISIBLE_HOLDER");
   EXPECT_THAT(blind.message, HasSubstr("a holder this view cannot see (this /proc does not show "
                                        "every process of the host), or memory leaked"));
   EXPECT_THAT(blind.message, Not(HasSubstr("nothing on this host holds")));
   Snapshot foreign = s;
   AddProcess(foreign, {.pid = 31337, .gpu = 0, .in_proc = false});
-  const Finding& other_ns = *Find(RunRules(Idle(foreign), o), "INVISIBLE_HOLDER");
+  const auto foreign_findings = RunRules(Idle(foreign), o);
+  const Finding& other_ns = *Find(foreign_findings, "INVISIBLE_HOLDER");
   EXPECT_THAT(other_ns.message,
               HasSubstr("PID 31337 listed by the driver is not in this /proc: processes of "
                         "another PID namespace are present"));
