@@ -99,10 +99,10 @@ HealthReport AssessHealth(std::span<const Finding> findings, const Snapshot& lat
       g.unread_reason =
           gpu.unreachable->message.empty() ? gpu.unreachable->code : gpu.unreachable->message;
     } else if (UsageUnread(gpu)) {
-      // Not looked at is not healthy: a probe cut short by a call that did
-      // not return (on another GPU), or NVML with nothing to say.
+      // Not looked at is not healthy: a GPU the probe never tried (its own
+      // call, init or the count, did not return), or NVML with nothing to say.
       g.unread = true;
-      g.unread_reason = internal::UnreadReason(gpu, latest.timed_out);
+      g.unread_reason = internal::UnreadReason(gpu, latest);
     }
     Health health = g.unread ? Health::kUnknown : Health::kHealthy;
     for (const Finding& f : findings) {

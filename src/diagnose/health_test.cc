@@ -113,9 +113,20 @@ TEST(Health, NoDataIsUnread) {
   EXPECT_TRUE(r.gpus[1].unread);
   EXPECT_EQ(r.overall, Health::kUnknown);
   EXPECT_EQ(r.gpus[1].unread_reason, "NVML answered nothing about it");
-  // Not reached by a probe that hit its deadline on another GPU.
+  // Never tried, and why: the deadline came before its reading began...
   s.timed_out = true;
-  EXPECT_NE(AssessHealth({}, s).gpus[1].unread_reason.find("deadline"), std::string::npos);
+  EXPECT_EQ(AssessHealth({}, s).gpus[1].unread_reason,
+            "not tried: the probe's deadline passed before its reading began");
+  // ... the probe's own call (about no GPU) did not return first ...
+  s.errors.push_back(ProbeError{"nvml", "timeout",
+                                "driver not responding: nvmlInit_v2 did not return within 2.0 s",
+                                std::nullopt, std::nullopt});
+  EXPECT_EQ(AssessHealth({}, s).gpus[1].unread_reason,
+            "not tried: nvmlInit_v2 did not return within 2.0 s");
+  // ... or no thread could be started to read it.
+  s.errors.push_back(ProbeError{"probe", "thread_failed", "GPU 1 was not read", 1u, std::nullopt});
+  EXPECT_EQ(AssessHealth({}, s).gpus[1].unread_reason,
+            "not tried: no thread could be started to read it");
 }
 
 // Memory and utilisation "Unknown Error" while the temperature and power

@@ -352,12 +352,30 @@ bool UsageUnread(const Gpu& gpu) {
   return !gpu.memory.total_bytes && !gpu.memory.used_bytes && !gpu.utilization_gpu_pct;
 }
 
-std::string UnreadReason(const Gpu& gpu, bool probe_timed_out) {
+std::string UnreadReason(const Gpu& gpu, const Snapshot& snapshot) {
   const bool nothing = UsageUnread(gpu) && !gpu.temperature_c && !gpu.power_draw_w;
-  if (nothing && probe_timed_out) {
-    return "the probe's deadline passed before it reached this GPU (a call did not return)";
+  if (nothing) {
+    // Never tried, and why: each GPU is read on a thread of its own, so a GPU
+    // with nothing read and no call of its own that hung (that would make it
+    // unreachable) was not asked at all.
+    for (const ProbeError& e : snapshot.errors) {
+      if (e.source == "probe" && e.code == "thread_failed" && e.gpu_index == gpu.index) {
+        return "not tried: no thread could be started to read it";
+      }
+    }
+    if (snapshot.timed_out) {
+      constexpr std::string_view kPrefix = "driver not responding: ";
+      for (const ProbeError& e : snapshot.errors) {
+        // A call about no GPU (loading, init, the count) that did not return.
+        if (e.code != "timeout" || e.source != "nvml" || e.gpu_index) continue;
+        std::string_view call = e.message;
+        if (call.substr(0, kPrefix.size()) == kPrefix) call.remove_prefix(kPrefix.size());
+        return fmt::format("not tried: {}", call);
+      }
+      return "not tried: the probe's deadline passed before its reading began";
+    }
+    return "NVML answered nothing about it";
   }
-  if (nothing) return "NVML answered nothing about it";
   if (UsageUnread(gpu)) return "NVML gave neither its memory nor its utilisation";
   if (!gpu.memory.total_bytes || !gpu.memory.used_bytes) return "NVML did not give its memory";
   return "NVML did not give its utilisation";

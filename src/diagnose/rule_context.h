@@ -177,10 +177,12 @@ bool SaturatedOverWindow(std::span<const Gpu* const> series, const DiagnoseOptio
 // library answers nothing (or "Unknown Error") for both. A temperature or a
 // power reading alone does not say whether work runs there.
 bool UsageUnread(const Gpu& gpu);
-// Why a GPU that is not unreachable has no usable reading, in words, for
-// the verdict line and the health report; `probe_timed_out` is the
-// snapshot's (a call on another GPU did not return).
-std::string UnreadReason(const Gpu& gpu, bool probe_timed_out);
+// Why a GPU of `snapshot` that is not unreachable has no usable reading, in
+// words, for the verdict line and the health report. A GPU with nothing read
+// at all was not tried (its own call that did not return would make it
+// unreachable): "not tried: " and why — the probe's own call that did not
+// return (init, the GPU count), no thread for it, or the deadline came first.
+std::string UnreadReason(const Gpu& gpu, const Snapshot& snapshot);
 // The finding names `gpu` among its GPUs.
 bool About(const Finding& finding, unsigned gpu);
 bool ExclusiveMode(const Gpu& gpu);

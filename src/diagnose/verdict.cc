@@ -440,7 +440,7 @@ std::vector<GpuVerdict> JudgeGpus(const Snapshot& latest, std::span<const Findin
           break;
         }
       }
-      if (detail.empty()) detail = "no data: " + internal::UnreadReason(gpu, latest.timed_out);
+      if (detail.empty()) detail = "no data: " + internal::UnreadReason(gpu, latest);
     } else {
       detail = UsageText(latest, gpu);
       if (v.reclaimable_bytes > 0) {

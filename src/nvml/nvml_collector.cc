@@ -134,12 +134,13 @@ bool NvmlCollector::Ok(nvmlReturn_t result) {
     gpu_lost_ = true;
     gpu_->unreachable = error;
   }
-  snapshot_->errors.push_back(std::move(error));
+  errors_->push_back(std::move(error));
   return false;
 }
 
 bool NvmlCollector::Initialize(Snapshot* snapshot) {
   snapshot_ = snapshot;
+  errors_ = &snapshot->errors;
   nvmlReturn_t result = GW_NVML(Init);
   if (result == NVML_SUCCESS) return true;
   if (result == NVML_ERROR_FUNCTION_NOT_FOUND) {
@@ -161,9 +162,30 @@ void NvmlCollector::Shutdown() {
 }
 
 void NvmlCollector::Collect(Snapshot* snapshot) {
+  if (!CollectSystem(snapshot)) return;
+  const unsigned count = static_cast<unsigned>(snapshot->gpus.size());
+  std::vector<GpuExtras> extras(count);
+  for (unsigned i = 0; i < count && !stopped_; ++i) {
+    CollectGpu(i, &snapshot->gpus[i], &extras[i], &snapshot->errors);
+    if (!stopped_ && observer_ != nullptr) observer_->GpuDone(snapshot->gpus[i].index);
+  }
+  errors_ = &snapshot->errors;
+  for (unsigned a = 0; a < count && !stopped_; ++a) {
+    for (unsigned b = a + 1; b < count && !stopped_; ++b) {
+      if (auto link = CollectTopology(snapshot->gpus[a], extras[a], snapshot->gpus[b], extras[b],
+                                      &snapshot->errors)) {
+        snapshot->topology.push_back(*link);
+      }
+    }
+  }
+  if (!stopped_) PlaceByIndex(snapshot, extras);
+}
+
+bool NvmlCollector::CollectSystem(Snapshot* snapshot) {
   snapshot_ = snapshot;
+  errors_ = &snapshot->errors;
   ReadSystem();
-  if (!snapshot->system.gpu_count) return;
+  if (!snapshot->system.gpu_count || stopped_) return false;
 
   const unsigned count = *snapshot->system.gpu_count;
   if (count > kMaxGpus) {
@@ -172,57 +194,58 @@ void NvmlCollector::Collect(Snapshot* snapshot) {
                    fmt::format("{} reported {} GPUs; not believed",
                                api_.SymbolName(EntryPoint::kDeviceGetCount), count),
                    std::nullopt, std::nullopt});
-    return;
+    return false;
   }
   snapshot->gpus.resize(count);
   for (unsigned i = 0; i < count; ++i) snapshot->gpus[i].index = i;
+  return count > 0;
+}
 
+void NvmlCollector::CollectGpu(unsigned position, Gpu* gpu_out, GpuExtras* extras,
+                               std::vector<ProbeError>* errors) {
+  errors_ = errors;
   // Position i of the enumeration is GPU i with NVML's _v2 calls; an older
   // NVML's (or a v1 symbol's) enumeration leaves out the GPUs this user may
   // not open, so every handle is asked for its own index and the GPU is
   // named by that. Positions whose handle failed cannot say: see
   // PlaceByIndex.
-  std::vector<GpuExtras> extras(count);
-  std::vector<bool> index_known(count, false);  // The GPU at this position said its index.
-  bool shifted = false;
-  for (unsigned i = 0; i < count && !stopped_; ++i) {
-    Gpu& gpu = snapshot->gpus[i];
-    gpu_ = &gpu;
-    scope_gpu_ = i;
-    gpu_lost_ = false;
-    nvmlDevice_t handle = nullptr;
-    nvmlReturn_t result = GW_NVML(DeviceGetHandleByIndex, i, &handle);
-    if (result == NVML_SUCCESS) {
-      unsigned own = i;
-      if (GW_NVML(DeviceGetIndex, handle, &own) == NVML_SUCCESS && own < kMaxGpus) {
-        index_known[i] = true;
-        if (own != i) {
-          gpu.index = own;
-          scope_gpu_ = own;
-          shifted = true;
-        }
+  Gpu& gpu = *gpu_out;
+  gpu_ = &gpu;
+  scope_gpu_ = position;
+  gpu_lost_ = false;
+  nvmlDevice_t handle = nullptr;
+  nvmlReturn_t result = GW_NVML(DeviceGetHandleByIndex, position, &handle);
+  if (result == NVML_SUCCESS) {
+    unsigned own = position;
+    if (GW_NVML(DeviceGetIndex, handle, &own) == NVML_SUCCESS && own < kMaxGpus) {
+      extras->index_known = true;
+      if (own != position) {
+        gpu.index = own;
+        scope_gpu_ = own;
       }
-      extras[i].handle = handle;
-      ReadGpu(gpu, extras[i]);
-    } else if (result != kSkipped) {
-      // Any handle failure (lost, no permission, insufficient power, unknown)
-      // leaves nothing to ask this GPU; the count still includes it.
-      ProbeError error = MakeError(result);
-      gpu.unreachable = error;
-      snapshot->errors.push_back(std::move(error));
     }
-    if (gpu_lost_) extras[i].handle = nullptr;
-    if (!stopped_ && observer_ != nullptr) observer_->GpuDone(gpu.index);
+    extras->handle = handle;
+    ReadGpu(gpu, *extras);
+  } else if (result != kSkipped) {
+    // Any handle failure (lost, no permission, insufficient power, unknown)
+    // leaves nothing to ask this GPU; the count still includes it.
+    ProbeError error = MakeError(result);
+    gpu.unreachable = error;
+    errors_->push_back(std::move(error));
   }
+  if (gpu_lost_) extras->handle = nullptr;
   gpu_ = nullptr;
   scope_gpu_.reset();
   gpu_lost_ = false;
-  if (!stopped_) ReadTopology(extras);
-  if (shifted && !stopped_) PlaceByIndex(snapshot, index_known);
 }
 
-void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known) {
+void NvmlCollector::PlaceByIndex(Snapshot* snapshot, const std::vector<GpuExtras>& extras) {
   std::vector<Gpu>& gpus = snapshot->gpus;
+  bool shifted = false;
+  for (size_t p = 0; p < gpus.size(); ++p) shifted = shifted || gpus[p].index != p;
+  if (!shifted) return;
+  std::vector<bool> known(gpus.size(), false);
+  for (size_t p = 0; p < gpus.size() && p < extras.size(); ++p) known[p] = extras[p].index_known;
   // A position that could not say its index (its handle failed) is one of the
   // GPUs between the one before it and the one after; which one cannot be
   // known, so it takes the first index free after the one before, and its
@@ -508,11 +531,10 @@ NvmlCollector::ProcessList NvmlCollector::ReadProcessList(nvmlDevice_t h, bool g
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(storage.data()), bytes),
         std::min(count, capacity), kProcessInfoSentinel);
     if (!decoded.ok()) {
-      snapshot_->errors.push_back(
-          ProbeError{"nvml", decoded.error().code,
-                     fmt::format("{} on GPU {}: {}", api_.SymbolName(last_ep_),
-                                 scope_gpu_.value_or(0), decoded.error().message),
-                     scope_gpu_, std::nullopt});
+      errors_->push_back(ProbeError{"nvml", decoded.error().code,
+                                    fmt::format("{} on GPU {}: {}", api_.SymbolName(last_ep_),
+                                                scope_gpu_.value_or(0), decoded.error().message),
+                                    scope_gpu_, std::nullopt});
       list.failed = true;
       return list;
     }
@@ -787,48 +809,43 @@ void NvmlCollector::ReadNvLinks(Gpu& gpu, GpuExtras& extras) {
   }
 }
 
-void NvmlCollector::ReadTopology(const std::vector<GpuExtras>& extras) {
-  // Positions of the enumeration; the GPUs' own indices name them.
-  const auto index_of = [&](size_t position) { return snapshot_->gpus[position].index; };
-  auto links_between = [&](size_t from, size_t to) {
-    if (!extras[to].pci) return 0u;
-    return static_cast<unsigned>(std::count(extras[from].nvlink_remotes.begin(),
-                                            extras[from].nvlink_remotes.end(), *extras[to].pci));
+std::optional<TopologyLink> NvmlCollector::CollectTopology(const Gpu& gpu_a, const GpuExtras& a,
+                                                           const Gpu& gpu_b, const GpuExtras& b,
+                                                           std::vector<ProbeError>* errors) {
+  if (a.handle == nullptr || b.handle == nullptr || stopped_) return std::nullopt;
+  errors_ = errors;
+  auto links_between = [](const GpuExtras& from, const GpuExtras& to) {
+    if (!to.pci) return 0u;
+    return static_cast<unsigned>(
+        std::count(from.nvlink_remotes.begin(), from.nvlink_remotes.end(), *to.pci));
   };
-  for (size_t a = 0; a < extras.size(); ++a) {
-    if (extras[a].handle == nullptr) continue;
-    for (size_t b = a + 1; b < extras.size(); ++b) {
-      if (extras[b].handle == nullptr || stopped_) continue;
-      scope_gpu_ = index_of(a);
-      scope_other_gpu_ = index_of(b);
-      nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
-      const auto pair = std::make_pair(extras[a].handle, extras[b].handle);
-      std::optional<nvmlGpuTopologyLevel_t> kept;
-      if (statics_ != nullptr) {
-        if (auto it = statics_->topology.find(pair); it != statics_->topology.end())
-          kept = it->second;
-      }
-      if (kept) {
-        level = *kept;
-      } else if (Ok(GW_NVML(DeviceGetTopologyCommonAncestor, extras[a].handle, extras[b].handle,
-                            &level))) {
-        if (statics_ != nullptr) statics_->topology[pair] = level;
-      } else {
-        continue;
-      }
-      Opt<TopologyLevel> known = ToTopologyLevel(level);
-      if (!known) continue;
-      TopologyLink link;
-      link.gpu_a = index_of(a);
-      link.gpu_b = index_of(b);
-      link.level = *known;
-      // Each side sees the same links; take the side that could name them.
-      link.nvlinks = std::max(links_between(a, b), links_between(b, a));
-      snapshot_->topology.push_back(link);
-    }
+  scope_gpu_ = gpu_a.index;
+  scope_other_gpu_ = gpu_b.index;
+  nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
+  const auto pair = std::make_pair(a.handle, b.handle);
+  std::optional<nvmlGpuTopologyLevel_t> kept;
+  if (statics_ != nullptr) {
+    if (auto it = statics_->topology.find(pair); it != statics_->topology.end()) kept = it->second;
+  }
+  bool known_level = true;
+  if (kept) {
+    level = *kept;
+  } else if (Ok(GW_NVML(DeviceGetTopologyCommonAncestor, a.handle, b.handle, &level))) {
+    if (statics_ != nullptr) statics_->topology[pair] = level;
+  } else {
+    known_level = false;
   }
   scope_gpu_.reset();
   scope_other_gpu_.reset();
+  Opt<TopologyLevel> known = known_level ? ToTopologyLevel(level) : std::nullopt;
+  if (!known) return std::nullopt;
+  TopologyLink link;
+  link.gpu_a = gpu_a.index;
+  link.gpu_b = gpu_b.index;
+  link.level = *known;
+  // Each side sees the same links; take the side that could name them.
+  link.nvlinks = std::max(links_between(a, b), links_between(b, a));
+  return link;
 }
 
 #undef GW_NVML

@@ -98,6 +98,45 @@ class NvmlCollector {
   // REQUIRES: Initialize succeeded.
   void Collect(Snapshot* snapshot);
 
+  // What topology and placement by index need from one GPU's reading.
+  struct PciAddress {
+    unsigned domain = 0, bus = 0, device = 0;
+    bool operator==(const PciAddress&) const = default;
+  };
+  struct GpuExtras {
+    nvmlDevice_t handle = nullptr;  // Null: no handle, or the GPU was lost.
+    bool index_known = false;       // The GPU said its own index (nvmlDeviceGetIndex).
+    std::optional<PciAddress> pci;
+    std::vector<PciAddress> nvlink_remotes;  // Remote end of each active link, when known.
+  };
+
+  // Collect in parts, for the probe that reads each GPU on a thread of its
+  // own (probe.h), so that one GPU whose calls hang costs only that GPU:
+  // CollectSystem once, then CollectGpu for each position of the
+  // enumeration, CollectTopology for pairs of positions read, and
+  // PlaceByIndex once every GPU is read. Collect is these in that order.
+  // A collector's call scope (which GPU a call concerns, a lost GPU) is its
+  // own: the parts that may run at once run on collectors of their own.
+  //
+  // Reads the system facts and the GPU count into *snapshot and sizes
+  // snapshot->gpus to the count, each GPU's index its position. False when
+  // there is no GPU to read (none, no count, a count not believed, stopped).
+  bool CollectSystem(Snapshot* snapshot);
+  // Reads the GPU at enumeration `position` into *gpu (its index becomes its
+  // own, when it says one) and what topology needs into *extras; its errors
+  // go to *errors. Touches nothing else of any snapshot.
+  void CollectGpu(unsigned position, Gpu* gpu, GpuExtras* extras, std::vector<ProbeError>* errors);
+  // The topology link between two GPUs read by CollectGpu (a before b in the
+  // enumeration), or nullopt when either has no handle or NVML did not say;
+  // errors go to *errors.
+  std::optional<TopologyLink> CollectTopology(const Gpu& gpu_a, const GpuExtras& a,
+                                              const Gpu& gpu_b, const GpuExtras& b,
+                                              std::vector<ProbeError>* errors);
+  // When some GPU's index is not its position (an older NVML's enumeration):
+  // orders snapshot->gpus by index and adds the GPUs the enumeration left out
+  // as unreachable; otherwise does nothing. `extras` by position.
+  void PlaceByIndex(Snapshot* snapshot, const std::vector<GpuExtras>& extras);
+
   // nvmlShutdown, balancing a successful Initialize. Made even after the
   // observer stopped the collector, so NVML's reference count stays right.
   void Shutdown();
@@ -106,10 +145,6 @@ class NvmlCollector {
   bool stopped() const { return stopped_; }
 
  private:
-  struct PciAddress {
-    unsigned domain = 0, bus = 0, device = 0;
-    bool operator==(const PciAddress&) const = default;
-  };
   struct ListedProcess {
     uint32_t pid = 0;
     std::optional<uint64_t> used_bytes;
@@ -121,12 +156,6 @@ class NvmlCollector {
     bool failed = false;  // A real error (not "unsupported") was recorded.
     std::vector<ListedProcess> processes;
   };
-  struct GpuExtras {  // What topology needs from the per-GPU pass.
-    nvmlDevice_t handle = nullptr;
-    std::optional<PciAddress> pci;
-    std::vector<PciAddress> nvlink_remotes;  // Remote end of each active link, when known.
-  };
-
   template <typename F>
   nvmlReturn_t Call(EntryPoint ep, F&& call);
   // True on SUCCESS. Otherwise records what the answer means (nothing for
@@ -143,12 +172,6 @@ class NvmlCollector {
   void ReadHealth(Gpu& gpu, nvmlDevice_t h);
   void ReadPcie(Gpu& gpu, nvmlDevice_t h);
   void ReadNvLinks(Gpu& gpu, GpuExtras& extras);
-  void ReadTopology(const std::vector<GpuExtras>& extras);
-  // After an enumeration whose positions are not the GPUs' indices: orders
-  // the GPUs by index and adds the ones it left out as unreachable.
-  // `known`: per position, whether the GPU there said its index.
-  void PlaceByIndex(Snapshot* snapshot, const std::vector<bool>& known);
-
   // The kept answer in `slot` (null: none kept), else `read()`'s, kept
   // when it is a value.
   template <typename T, typename Read>
@@ -161,6 +184,7 @@ class NvmlCollector {
   CallObserver* observer_;
   StaticFacts* statics_;
   Snapshot* snapshot_ = nullptr;
+  std::vector<ProbeError>* errors_ = nullptr;  // Where the errors of the calls go.
 
   // The scope of the calls being made, for messages and lost-GPU handling.
   Gpu* gpu_ = nullptr;

@@ -1,21 +1,30 @@
-// ProbeNvml: one look at the GPUs through NVML that never hangs the caller.
+// ProbeNvml: one look at the GPUs through NVML that never hangs the caller,
+// and in which one wedged GPU costs that GPU only.
 //
 // All NVML work (dlopen, nvmlInit, every query, nvmlShutdown) runs on a worker
 // thread; the caller waits until it is done or the deadline passes, whichever
-// comes first. The worker publishes progress as it goes — system info, then GPU
-// by GPU, field by field — so on a deadline the caller gets everything read so
-// far, Snapshot::timed_out, and a ProbeError {source "nvml", code "timeout"}
-// naming the call in flight ("driver not responding: nvmlDeviceGetMemoryInfo_v2
-// on GPU 2 did not return within 2.0 s"). The GPU that call was about carries
-// that error in Gpu::unreachable (with what was read before it); the GPUs the
-// probe had not reached yet are listed by index with nothing read and no error
-// of their own: they are not blamed for another GPU's hang.
+// comes first. After nvmlInit and the system facts (versions, GPU count) each
+// GPU is read on a thread of its own, all at once (NVML is thread-safe), each
+// under the look's one deadline; the topology of a pair of GPUs is asked as
+// soon as both are read. Every thread publishes progress as it goes, so on a
+// deadline the caller gets everything read so far, Snapshot::timed_out, and a
+// ProbeError {source "nvml", code "timeout"} for each call in flight
+// ("driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 2 did not return
+// within 2.0 s"). The GPU such a call was about carries that error in
+// Gpu::unreachable (with what was read before it): its own call did not
+// return. The other GPUs are read all the same. A GPU that was never tried —
+// the look's own call (loading, nvmlInit, the count) did not return first, no
+// thread could be started for it (error code "thread_failed" naming it), or
+// the deadline came before its thread began — has nothing read and no
+// unreachable: it is not blamed for another call's hang.
 //
-// Abandoned, not cancelled: a worker stuck in the driver (D state) cannot be
-// stopped. It is detached and owns all it touches through shared_ptr, so
-// nothing dangles when ProbeNvml returns; if it ever comes back it stops at
-// its next call, shuts NVML down and ends. A process that saw a timeout must
-// not run static destructors or unload libraries under that thread: end it
+// Abandoned, not cancelled: a thread stuck in the driver (D state) cannot be
+// stopped. The worker is detached and owns all it touches through
+// shared_ptr, so nothing dangles when ProbeNvml returns; a GPU's thread that
+// ever comes back stops at its next call, and once every GPU's thread has
+// ended the worker shuts NVML down and ends (it counts in
+// ProbeWorkersRunning() until then). A process that saw a timeout must not
+// run static destructors or unload libraries under such a thread: end it
 // with ExitProcess below (std::quick_exit when a worker is still running).
 #ifndef GPUWARDEN_NVML_PROBE_H_
 #define GPUWARDEN_NVML_PROBE_H_
@@ -70,15 +79,23 @@ ProbeResult ProbeNvml(const ProbeOptions& options, const Clock& clock, NvmlOpene
 // ProbeNvml per look would pay it every time.
 //
 // Each Probe() keeps ProbeNvml's contract: it returns by its deadline with
-// what was read, timed_out and the call in flight. One worker thread serves
-// the looks in turn; a look that finds it still stuck in the driver from an
-// earlier look waits for it until its own deadline, then reports that call.
-// When a look says the driver changed under the session (NVML uninitialised,
-// driver unloaded, library/driver version mismatch) or loading or nvmlInit
-// failed, the next look loads and initialises again. The worker counts in
-// ProbeWorkersRunning() only while it serves a look. The destructor shuts
-// NVML down unless the worker is stuck, in which case the worker is left to
-// end on its own (as ProbeNvml leaves a stuck worker).
+// what was read, timed_out and the calls in flight. One worker thread makes
+// the looks' own calls (load, init, system facts, topology) in turn, and each
+// GPU has one reader thread, kept between looks, so a wedged GPU holds one
+// thread however many looks ask. A look whose GPU's reader is still stuck in
+// a call of an earlier look does not wait for it: that GPU is reported at
+// once as still stuck in that call (Gpu::unreachable, "... (and is still in
+// the driver)", timed_out) while the other GPUs are read; the look is done as
+// soon as they are. A look that finds the worker itself still stuck in the
+// driver (init, the count) waits for it until its own deadline, then reports
+// that call, and lists the GPUs of the last look that listed them as not
+// tried. When a look says the driver changed under the session (NVML
+// uninitialised, driver unloaded, library/driver version mismatch) or loading
+// or nvmlInit failed, a later look loads and initialises again (once no GPU's
+// reader is inside NVML). Each thread counts in ProbeWorkersRunning() only
+// while it serves a look. The destructor shuts NVML down unless a thread is
+// stuck, in which case it is left to end on its own (as ProbeNvml leaves a
+// stuck thread), and NVML is shut down after it ends.
 class ProbeSession {
  public:
   explicit ProbeSession(ProbeOptions options);
@@ -98,8 +115,10 @@ class ProbeSession {
   std::shared_ptr<Shared> shared_;
 };
 
-// Probe workers still running: stuck in the driver after a timeout, or about
-// to finish.
+// Probe threads still running: ProbeNvml's workers (until their GPUs' threads
+// end), a session's worker or GPU readers while they serve a look — stuck in
+// the driver after a timeout, or about to finish. At most one per GPU and one
+// per session or ProbeNvml call is ever stuck.
 int ProbeWorkersRunning();
 
 // Waits until no probe worker runs or `timeout_ms` passes; true when none runs.

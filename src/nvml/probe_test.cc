@@ -1,5 +1,6 @@
 #include "nvml/probe.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -110,17 +111,99 @@ TEST_F(ProbeTest, DeadlineReturnsWhatWasReadAndNamesTheStuckCall) {
   EXPECT_FALSE(s.gpus[2].memory.total_bytes.has_value());
   ASSERT_TRUE(s.gpus[2].unreachable.has_value());
   EXPECT_EQ(s.gpus[2].unreachable->code, "timeout");
-  // GPU 3 was never reached but is known from the count; it is not blamed
-  // for GPU 2's hang: nothing read, no error of its own.
+  EXPECT_EQ(s.gpus[2].unreachable->message, s.errors[0].message);
+  // GPU 3 comes after the hung GPU and is read all the same: its calls run
+  // on a thread of their own.
   EXPECT_EQ(s.gpus[3].index, 3u);
-  EXPECT_FALSE(s.gpus[3].name.has_value());
-  EXPECT_FALSE(s.gpus[3].memory.total_bytes.has_value());
+  EXPECT_EQ(s.gpus[3].name, "Fake GPU 3");
+  EXPECT_TRUE(s.gpus[3].memory.total_bytes.has_value());
+  EXPECT_EQ(s.gpus[3].temperature_c, 45);
+  EXPECT_TRUE(s.gpus[3].processes_known);
   EXPECT_FALSE(s.gpus[3].unreachable.has_value());
-  EXPECT_TRUE(s.topology.empty());
+  // Topology between the GPUs read (0-1, 0-3, 1-3), none with the hung one.
+  ASSERT_EQ(s.topology.size(), 3u);
+  for (const TopologyLink& link : s.topology) {
+    EXPECT_NE(link.gpu_a, 2u);
+    EXPECT_NE(link.gpu_b, 2u);
+  }
 
-  // The worker is still inside the "driver"; once it returns it stops at its
-  // next call and shuts NVML down.
+  // The worker is still waiting for the GPU's thread inside the "driver";
+  // once it returns it stops at its next call and NVML is shut down.
   EXPECT_EQ(ProbeWorkersRunning(), 1);
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+// The case: a wedge on GPU 0 of 8 no longer makes all eight unknown.
+TEST_F(ProbeTest, AHungFirstGpuOfEightCostsThatGpuOnly) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(8);
+  fake->gpus[0].before_memory = [gate] { gate->Wait(); };
+  for (unsigned i = 0; i < 8; ++i) fake->gpus[i].compute = {{1000 + i, 1ULL << 30}};
+  ProbeOptions options;
+  options.deadline_ms = 1000;
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  const Snapshot& s = result.snapshot;
+
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].code, "timeout");
+  EXPECT_EQ(s.errors[0].message,
+            "driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 0 did not return within "
+            "1.0 s");
+  EXPECT_EQ(s.errors[0].gpu_index, 0u);
+  ASSERT_EQ(s.gpus.size(), 8u);
+  ASSERT_TRUE(s.gpus[0].unreachable.has_value());
+  EXPECT_EQ(s.gpus[0].unreachable->code, "timeout");
+  EXPECT_EQ(s.gpus[0].unreachable->message, s.errors[0].message);
+  EXPECT_EQ(s.gpus[0].name, "Fake GPU 0");  // Read before the call that hung.
+  EXPECT_FALSE(s.gpus[0].memory.total_bytes.has_value());
+  for (unsigned i = 1; i < 8; ++i) {
+    const Gpu& gpu = s.gpus[i];
+    EXPECT_EQ(gpu.index, i);
+    EXPECT_FALSE(gpu.unreachable.has_value()) << i;
+    EXPECT_EQ(gpu.name, "Fake GPU " + std::to_string(i));
+    EXPECT_EQ(gpu.memory.total_bytes, 80ULL << 30) << i;
+    EXPECT_EQ(gpu.temperature_c, 45) << i;
+    EXPECT_TRUE(gpu.processes_known) << i;
+    ASSERT_EQ(gpu.processes.size(), 1u) << i;
+    EXPECT_EQ(gpu.processes[0].pid, static_cast<pid_t>(1000 + i));
+  }
+  // Every pair of the seven read, in pair order.
+  ASSERT_EQ(s.topology.size(), 21u);
+  EXPECT_EQ(s.topology.front().gpu_a, 1u);
+  EXPECT_EQ(s.topology.front().gpu_b, 2u);
+  EXPECT_EQ(s.topology.back().gpu_a, 6u);
+  EXPECT_EQ(s.topology.back().gpu_b, 7u);
+
+  EXPECT_EQ(ProbeWorkersRunning(), 1);
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  EXPECT_EQ(fake->shutdown_calls, 1);
+}
+
+// Several GPUs hung at once: each carries its own call.
+TEST_F(ProbeTest, EachHungGpuNamesItsOwnCall) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(3);
+  fake->gpus[0].before_memory = [gate] { gate->Wait(); };
+  fake->gpus[2].before_memory = [gate] { gate->Wait(); };
+  ProbeOptions options;
+  options.deadline_ms = 500;
+  const Snapshot s = ProbeNvml(options, clock_, OpenerFor(fake)).snapshot;
+  ASSERT_EQ(s.errors.size(), 2u);
+  EXPECT_EQ(s.errors[0].gpu_index, 0u);
+  EXPECT_NE(s.errors[0].message.find("on GPU 0 did not return"), std::string::npos);
+  EXPECT_EQ(s.errors[1].gpu_index, 2u);
+  EXPECT_NE(s.errors[1].message.find("on GPU 2 did not return"), std::string::npos);
+  ASSERT_EQ(s.gpus.size(), 3u);
+  EXPECT_EQ(s.gpus[0].unreachable->message, s.errors[0].message);
+  EXPECT_FALSE(s.gpus[1].unreachable.has_value());
+  EXPECT_TRUE(s.gpus[1].memory.total_bytes.has_value());
+  EXPECT_EQ(s.gpus[2].unreachable->message, s.errors[1].message);
   gate->Open();
   ASSERT_TRUE(WaitForProbeWorkers(30000));
   EXPECT_EQ(fake->shutdown_calls, 1);
@@ -251,7 +334,17 @@ TEST_F(ProbeTest, SessionInitialisesOnceAndShutsDownAtTheEnd) {
   EXPECT_EQ(fake->shutdown_calls, 1);
 }
 
-TEST_F(ProbeTest, SessionReportsALookStillInTheDriverAndRecovers) {
+// Waits until exactly `n` probe workers run (a reader that finished a look
+// leaves the count a moment after the look has its answer).
+bool WorkersSettleAt(int n) {
+  for (int i = 0; i < 3000; ++i) {
+    if (ProbeWorkersRunning() == n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_F(ProbeTest, SessionReportsAGpuStillInTheDriverAndRecovers) {
   auto gate = std::make_shared<Gate>();
   auto fake = std::make_shared<FakeNvml>();
   fake->gpus.resize(2);
@@ -268,17 +361,21 @@ TEST_F(ProbeTest, SessionReportsALookStillInTheDriverAndRecovers) {
             "0.3 s");
   EXPECT_EQ(s.gpus.size(), 2u);  // What was read first is kept.
 
-  // The next look finds the worker still stuck, waits its own deadline and
-  // says which call holds it.
+  // The next look finds GPU 1's reader still stuck and says which call holds
+  // it; GPU 0 is read as usual.
   s = session.Probe(clock_).snapshot;
   EXPECT_TRUE(s.timed_out);
   ASSERT_EQ(s.errors.size(), 1u);
   EXPECT_EQ(s.errors[0].code, "timeout");
+  EXPECT_EQ(s.errors[0].gpu_index, 1u);
   EXPECT_NE(s.errors[0].message.find("nvmlDeviceGetMemoryInfo_v2 on GPU 1"), std::string::npos)
       << s.errors[0].message;
   EXPECT_NE(s.errors[0].message.find("still in the driver"), std::string::npos);
-  EXPECT_LT(s.probe_duration_ms, 5000.0);
-  EXPECT_EQ(ProbeWorkersRunning(), 1);
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_TRUE(s.gpus[0].memory.total_bytes.has_value());
+  ASSERT_TRUE(s.gpus[1].unreachable.has_value());
+  EXPECT_EQ(s.gpus[1].unreachable->message, s.errors[0].message);
+  EXPECT_TRUE(WorkersSettleAt(1));
 
   // The driver comes back: the next look is whole, with NVML initialised once.
   gate->Open();  // The gate stays open: later looks pass it at once.
@@ -289,6 +386,96 @@ TEST_F(ProbeTest, SessionReportsALookStillInTheDriverAndRecovers) {
   ASSERT_EQ(s.gpus.size(), 2u);
   EXPECT_TRUE(s.gpus[1].memory.total_bytes.has_value());
   EXPECT_EQ(fake->init_calls, 1);
+}
+
+// The case in a session (gpuwardend, watch): GPU 0 of 8 stuck. The
+// next look does not wait for it, reads the seven others, and starts no
+// second thread for GPU 0.
+TEST_F(ProbeTest, SessionLookAfterAStuckGpuReadsTheOthersAtOnce) {
+  auto gate = std::make_shared<Gate>();
+  auto entered = std::make_shared<std::atomic<int>>(0);
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(8);
+  fake->gpus[0].before_memory = [gate, entered] {
+    ++*entered;
+    gate->Wait();
+  };
+  ProbeOptions options;
+  options.deadline_ms = 3000;
+  ProbeSession session(options, OpenerFor(fake));
+  Snapshot s = session.Probe(clock_).snapshot;
+  EXPECT_TRUE(s.timed_out);
+  ASSERT_EQ(s.gpus.size(), 8u);
+  ASSERT_TRUE(s.gpus[0].unreachable.has_value());
+  for (unsigned i = 1; i < 8; ++i) EXPECT_TRUE(s.gpus[i].memory.total_bytes.has_value()) << i;
+
+  for (int look = 0; look < 3; ++look) {
+    s = session.Probe(clock_).snapshot;
+    // Done well before its deadline: it did not wait for GPU 0.
+    EXPECT_LT(s.probe_duration_ms, 2500.0) << look;
+    EXPECT_TRUE(s.timed_out);
+    ASSERT_EQ(s.errors.size(), 1u) << look;
+    EXPECT_EQ(s.errors[0].message,
+              "driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 0 did not return within "
+              "3.0 s (and is still in the driver)");
+    ASSERT_EQ(s.gpus.size(), 8u);
+    ASSERT_TRUE(s.gpus[0].unreachable.has_value());
+    EXPECT_EQ(s.gpus[0].unreachable->message, s.errors[0].message);
+    for (unsigned i = 1; i < 8; ++i) {
+      EXPECT_FALSE(s.gpus[i].unreachable.has_value()) << i;
+      EXPECT_EQ(s.gpus[i].name, "Fake GPU " + std::to_string(i));
+      EXPECT_EQ(s.gpus[i].memory.total_bytes, 80ULL << 30) << i;
+    }
+    EXPECT_EQ(s.topology.size(), 21u);
+    // One thread stuck in GPU 0's call, however many looks asked.
+    EXPECT_EQ(entered->load(), 1);
+    EXPECT_TRUE(WorkersSettleAt(1)) << ProbeWorkersRunning();
+  }
+
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  s = session.Probe(clock_).snapshot;
+  EXPECT_FALSE(s.timed_out);
+  EXPECT_TRUE(s.errors.empty());
+  EXPECT_TRUE(s.gpus[0].memory.total_bytes.has_value());
+  EXPECT_EQ(entered->load(), 2);  // Asked again once its reader was back.
+  EXPECT_EQ(fake->init_calls, 1);
+}
+
+// The look's own call hangs (nvmlInit, initialising again after the driver
+// changed): the GPUs an earlier look listed are listed as not tried, nothing
+// read and no error of their own, and the timeout names the call.
+TEST_F(ProbeTest, SessionListsTheGpusItCouldNotTryWhenInitHangs) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(2);
+  ProbeOptions options;
+  options.deadline_ms = 500;
+  ProbeSession session(options, OpenerFor(fake));
+  EXPECT_TRUE(session.Probe(clock_).snapshot.errors.empty());
+  fake->gpus[0].handle_result = NVML_ERROR_UNINITIALIZED;  // The driver was reloaded.
+  EXPECT_FALSE(session.Probe(clock_).snapshot.errors.empty());
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  fake->gpus[0].handle_result = NVML_SUCCESS;
+  fake->before_init = [gate] { gate->Wait(); };
+  for (int look = 0; look < 2; ++look) {
+    const Snapshot s = session.Probe(clock_).snapshot;
+    EXPECT_TRUE(s.timed_out);
+    ASSERT_EQ(s.errors.size(), 1u);
+    EXPECT_NE(s.errors[0].message.find("nvmlInit_v2 did not return"), std::string::npos)
+        << s.errors[0].message;
+    EXPECT_FALSE(s.errors[0].gpu_index.has_value());
+    EXPECT_FALSE(s.system.gpu_count.has_value());
+    ASSERT_EQ(s.gpus.size(), 2u) << look;
+    for (unsigned i = 0; i < 2; ++i) {
+      EXPECT_EQ(s.gpus[i].index, i);
+      EXPECT_FALSE(s.gpus[i].unreachable.has_value());
+      EXPECT_FALSE(s.gpus[i].name.has_value());
+    }
+  }
+  gate->Open();
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+  fake->before_init = nullptr;
 }
 
 TEST_F(ProbeTest, SessionEndsAtOnceWhileALookIsStuckAndTheWorkerCleansUpLater) {

@@ -115,6 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
         Promise{"row-remap-pending.json", "DEGRADED", 12, {"ROW_REMAP_PENDING"}},
         Promise{"hot-while-idle.json", "DEGRADED", 12, {"HOT_WHILE_IDLE"}},
         Promise{"driver-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
+        Promise{"first-gpu-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT", "COMPUTE_SATURATED"}},
         Promise{"init-hang.json", "FAULT", 13, {"DRIVER_TIMEOUT"}},
         Promise{"driver-not-loaded.json", "FAULT", 13, {"DRIVER_NOT_LOADED"}},
         Promise{"version-mismatch.json", "FAULT", 13, {"DRIVER_VERSION_MISMATCH"}},
