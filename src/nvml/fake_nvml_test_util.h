@@ -51,6 +51,7 @@ class FakeNvml : public UnsupportedNvmlApi {
   std::atomic<int> shutdown_calls = 0;
 
   std::function<void()> before_init;  // Runs inside nvmlInit (e.g. blocks).
+  std::function<void()> in_topology;  // Runs inside each topology call.
 
   nvmlReturn_t Init() override {
     if (before_init) before_init();
@@ -168,6 +169,7 @@ class FakeNvml : public UnsupportedNvmlApi {
   }
   nvmlReturn_t DeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
                                                nvmlGpuTopologyLevel_t* level) override {
+    if (in_topology) in_topology();
     *level = Index(b) - Index(a) == 1 ? NVML_TOPOLOGY_SINGLE : NVML_TOPOLOGY_SYSTEM;
     return NVML_SUCCESS;
   }

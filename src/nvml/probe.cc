@@ -210,11 +210,8 @@ bool ReadGpusOfLook(ProbeState& state, std::unique_lock<std::mutex>& lock, NvmlC
   std::vector<unsigned> read;  // Positions read and paired, in the order they finished.
   for (;;) {
     if (state.abandoned) return false;
-    bool waiting = false;
     for (unsigned p = 0; p < count && !state.abandoned; ++p) {
-      const GpuSlot::Phase phase = state.slots[p].phase;
-      if (phase == GpuSlot::Phase::kQueued || phase == GpuSlot::Phase::kReading) waiting = true;
-      if (phase != GpuSlot::Phase::kFinished || paired[p]) continue;
+      if (state.slots[p].phase != GpuSlot::Phase::kFinished || paired[p]) continue;
       paired[p] = true;
       for (unsigned q : read) {
         const unsigned a = std::min(p, q), b = std::max(p, q);
@@ -229,6 +226,16 @@ bool ReadGpusOfLook(ProbeState& state, std::unique_lock<std::mutex>& lock, NvmlC
       read.push_back(p);
     }
     if (state.abandoned) return false;
+    // Looked at again without letting go of the lock: a topology call above
+    // released it, and a reader that finished meanwhile has already
+    // signalled (waiting now for that signal would wait for ever).
+    bool waiting = false, unpaired = false;
+    for (unsigned p = 0; p < count; ++p) {
+      const GpuSlot::Phase phase = state.slots[p].phase;
+      waiting = waiting || phase == GpuSlot::Phase::kQueued || phase == GpuSlot::Phase::kReading;
+      unpaired = unpaired || (phase == GpuSlot::Phase::kFinished && !paired[p]);
+    }
+    if (unpaired) continue;
     if (!waiting) return true;
     state.cv.wait(lock);
   }

@@ -184,6 +184,35 @@ TEST_F(ProbeTest, AHungFirstGpuOfEightCostsThatGpuOnly) {
   EXPECT_EQ(fake->shutdown_calls, 1);
 }
 
+// A GPU whose reader finishes while the worker is inside a topology call
+// (the look's lock let go) is seen at once: its signal came while no one
+// waited, so the worker must look again before waiting.
+TEST_F(ProbeTest, AGpuReadDuringATopologyCallIsNotMissed) {
+  auto gate = std::make_shared<Gate>();
+  auto fake = std::make_shared<FakeNvml>();
+  fake->gpus.resize(3);
+  // GPU 0 is read last: it waits until GPUs 1 and 2 are read and their pair
+  // is being asked, then finishes during that call.
+  fake->gpus[0].before_memory = [gate] { gate->Wait(); };
+  auto opened = std::make_shared<std::atomic<bool>>(false);
+  fake->in_topology = [gate, opened] {
+    if (!opened->exchange(true)) {
+      gate->Open();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  };
+  ProbeOptions options;
+  options.deadline_ms = 5000;
+  const auto started = std::chrono::steady_clock::now();
+  ProbeResult result = ProbeNvml(options, clock_, OpenerFor(fake));
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_FALSE(result.snapshot.timed_out);
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  ASSERT_EQ(result.snapshot.gpus.size(), 3u);
+  EXPECT_EQ(result.snapshot.topology.size(), 3u);
+  ASSERT_TRUE(WaitForProbeWorkers(30000));
+}
+
 // Several GPUs hung at once: each carries its own call.
 TEST_F(ProbeTest, EachHungGpuNamesItsOwnCall) {
   auto gate = std::make_shared<Gate>();
