@@ -11,6 +11,16 @@ namespace {
 
 constexpr char kPrefix[] = "driver not responding: ";
 
+// The look itself did not finish (loading, nvmlInit, the count): asking
+// again would wait out the deadline every round. A GPU's own stuck call does
+// not: the probe's session reports that GPU at once and reads the others.
+bool LookItselfStuck(const Snapshot& s) {
+  for (const ProbeError& e : s.errors) {
+    if (e.code == "timeout" && !e.gpu_index) return true;
+  }
+  return false;
+}
+
 std::string TimeoutMessage(const Snapshot& s) {
   for (const ProbeError& e : s.errors) {
     if (e.code != "timeout") continue;
@@ -59,13 +69,20 @@ Frame WatchProbe::Round() {
     Snapshot snapshot = src_.collect(since_us);
     if (!window_.empty()) UseWindowedCpu(window_.back(), snapshot);
     if (snapshot.timed_out) {
-      if (!stuck_) stuck_since_ms_ = start;
-      stuck_ = true;
+      if (!stuck_ && !gpu_stuck_) stuck_since_ms_ = start;
+      stuck_ = LookItselfStuck(snapshot);
+      gpu_stuck_ = !stuck_;
       stuck_call_ = TimeoutMessage(snapshot);
       frame.driver_stuck = true;
-      frame.driver_message = stuck_call_;
+      frame.driver_message = gpu_stuck_ && start > stuck_since_ms_
+                                 ? fmt::format(
+                                       "{} (no answer for {:.0f} s; the other GPUs are "
+                                       "read on)",
+                                       stuck_call_, (start - stuck_since_ms_) / 1000.0)
+                                 : stuck_call_;
     } else {
       stuck_ = false;
+      gpu_stuck_ = false;
     }
     if (window_.size() >= settings_.window) window_.erase(window_.begin());
     window_.push_back(std::move(snapshot));

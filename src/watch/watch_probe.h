@@ -58,7 +58,11 @@ class WatchProbe {
   std::vector<Snapshot> window_;  // Oldest first, at most settings_.window.
   std::vector<kmsg::KernelEvent> events_;
   int64_t events_read_ms_ = -1;
-  bool stuck_ = false;  // The last look hit its deadline.
+  // The last look hit its deadline in a call of its own (not asked again
+  // until the driver calls return), or in one GPU's call (asked on: the
+  // session reports that GPU at once and reads the others).
+  bool stuck_ = false;
+  bool gpu_stuck_ = false;
   int64_t stuck_since_ms_ = 0;
   std::string stuck_call_;  // What did not return.
 };

@@ -12,6 +12,7 @@ struct Fakes {
   int in_flight = 0;
   int kernel_reads = 0;
   bool time_out = false;
+  bool whole_look = false;  // The timeout is the look's own call (nvmlInit), not a GPU's.
   int64_t now = testing::kTime;
   std::vector<uint64_t> since;
 
@@ -30,7 +31,7 @@ struct Fakes {
             "nvml", "timeout",
             "driver not responding: nvmlDeviceGetMemoryInfo_v2 on GPU 1 did not return within "
             "2.0 s",
-            1u, std::nullopt});
+            whole_look ? std::nullopt : std::optional<unsigned>(1u), std::nullopt});
       }
       return snap;
     };
@@ -66,10 +67,32 @@ TEST(WatchProbe, ARoundGivesASnapshotItsDiagnosisAndTheQueue) {
   EXPECT_DOUBLE_EQ(*frame.snapshot->processes.at(4242).cpu_pct, 50.0);
 }
 
+// One GPU's call stuck: the others are read on every round (the probe's
+// session answers for the stuck GPU at once).
+TEST(WatchProbe, AStuckGpuCostsThatGpuAndTheOthersAreReadOn) {
+  Fakes f;
+  WatchProbe probe(f.Sources(), ProbeSettings{});
+  f.time_out = true;
+  Frame frame = probe.Round();
+  EXPECT_TRUE(frame.driver_stuck);
+  f.in_flight = 1;
+  f.now += 5000;
+  frame = probe.Round();
+  EXPECT_EQ(f.collects, 2);
+  ASSERT_TRUE(frame.snapshot);
+  EXPECT_TRUE(frame.driver_stuck);
+  EXPECT_NE(frame.driver_message.find("the other GPUs are read on"), std::string::npos)
+      << frame.driver_message;
+  f.time_out = false;
+  frame = probe.Round();
+  EXPECT_FALSE(frame.driver_stuck);
+}
+
 TEST(WatchProbe, AWedgedDriverIsNotAskedAgainUntilItsCallReturns) {
   Fakes f;
   WatchProbe probe(f.Sources(), ProbeSettings{});
   f.time_out = true;
+  f.whole_look = true;
   Frame frame = probe.Round();
   EXPECT_TRUE(frame.driver_stuck);
   EXPECT_EQ(frame.driver_message,
