@@ -167,7 +167,7 @@ void FitStepsToCaller(std::vector<Finding>& findings, const DiagnoseOptions& o) 
         if (step.find("sudo gpuwarden why") != std::string::npos) continue;
         for (size_t at = step.find(kSudo); at != std::string::npos; at = step.find(kSudo, at)) {
           // Only a command's own "sudo ": at the start, or after ": ".
-          if (at == 0 || step.compare(at - 2, 2, ": ") == 0) {
+          if (at == 0 || (at >= 2 && step.compare(at - 2, 2, ": ") == 0)) {
             step.erase(at, kSudo.size());
           } else {
             at += kSudo.size();
