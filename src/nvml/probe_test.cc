@@ -47,6 +47,14 @@ class ProbeTest : public ::testing::Test {
     // No worker may outlive its test: the next test's counters would move.
     EXPECT_TRUE(WaitForProbeWorkers(30000));
   }
+  // The one worker still waits for a GPU's call gated by `gate`: let it
+  // return, and see the worker end and shut NVML down once.
+  static void ReleaseTheStuckWorker(Gate& gate, const FakeNvml& fake) {
+    EXPECT_EQ(ProbeWorkersRunning(), 1);
+    gate.Open();
+    ASSERT_TRUE(WaitForProbeWorkers(30000));
+    EXPECT_EQ(fake.shutdown_calls, 1);
+  }
   FakeClock clock_;
 };
 
@@ -129,10 +137,7 @@ TEST_F(ProbeTest, DeadlineReturnsWhatWasReadAndNamesTheStuckCall) {
 
   // The worker is still waiting for the GPU's thread inside the "driver";
   // once it returns it stops at its next call and NVML is shut down.
-  EXPECT_EQ(ProbeWorkersRunning(), 1);
-  gate->Open();
-  ASSERT_TRUE(WaitForProbeWorkers(30000));
-  EXPECT_EQ(fake->shutdown_calls, 1);
+  ReleaseTheStuckWorker(*gate, *fake);
 }
 
 // The case: a wedge on GPU 0 of 8 no longer makes all eight unknown.
@@ -178,10 +183,7 @@ TEST_F(ProbeTest, AHungFirstGpuOfEightCostsThatGpuOnly) {
   EXPECT_EQ(s.topology.back().gpu_a, 6u);
   EXPECT_EQ(s.topology.back().gpu_b, 7u);
 
-  EXPECT_EQ(ProbeWorkersRunning(), 1);
-  gate->Open();
-  ASSERT_TRUE(WaitForProbeWorkers(30000));
-  EXPECT_EQ(fake->shutdown_calls, 1);
+  ReleaseTheStuckWorker(*gate, *fake);
 }
 
 // A GPU whose reader finishes while the worker is inside a topology call
