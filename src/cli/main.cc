@@ -25,6 +25,7 @@
 #include "cli/terminal.h"
 #include "cli/watch_command.h"
 #include "cli/why_command.h"
+#include "core/text.h"
 #include "nvml/probe.h"
 
 namespace {
@@ -341,9 +342,16 @@ int Main(int argc, char** argv) {
     why_args.judge.slurm_runner = &runner;
     why_args.judge.history = !why_no_history;
     why_args.judge.history_socket = socket;
+    // The administrator's protected names, which clean applies too. A settings
+    // file that cannot be read is not a reason for the diagnosis to fail: it
+    // is said, and only the built-in protections apply (clean refuses to act).
     auto protect = gw::cli::ConfiguredProtectNames();
-    if (!protect.ok()) return gw::cli::Fail(gw::cli::kExitBadInput, protect.error().message);
-    why_args.judge.protect = *protect;
+    if (protect.ok()) {
+      why_args.judge.protect = *protect;
+    } else {
+      std::fprintf(stderr, "gpuwarden: %s; judging with the built-in protected names only\n",
+                   gw::SanitizeForTerminal(protect.error().message).c_str());
+    }
     return gw::cli::RunWhy(global, why_args);
   }
   if (health->parsed()) {

@@ -203,6 +203,15 @@ TEST(WhyE2e, PlacementSettingLeavesAPendingRemapGpuOut) {
   RunResult bad = RunProcess(Gpuwarden(args), options);
   EXPECT_EQ(bad.exit_code, 3) << bad.err;
   EXPECT_NE(bad.err.find("use_remap_pending"), std::string::npos) << bad.err;
+
+  // Without a need the settings file does not stop the diagnosis: the
+  // protected names it would add are said not to apply.
+  const RunResult plain = RunProcess(
+      Gpuwarden({"--sim", ScenarioPath("row-remap-pending.json"), "why", "--now", "--json"}),
+      options);
+  EXPECT_NE(plain.exit_code, 3) << plain.err;
+  EXPECT_FALSE(json::parse(plain.out, nullptr, false).is_discarded()) << plain.out;
+  EXPECT_NE(plain.err.find("built-in protected names only"), std::string::npos) << plain.err;
 }
 
 TEST(WhyE2e, RealIdleHolderIsReclaimable) {
