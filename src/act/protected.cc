@@ -5,14 +5,6 @@
 #include "proc/known_processes.h"
 
 namespace gw::act {
-const std::vector<std::string>& DefaultProtectedNames() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const proc::KnownProcess& k : proc::KnownProcesses()) names.emplace_back(k.name);
-    return names;
-  }();
-  return kNames;
-}
 
 ProtectedList::ProtectedList(const std::vector<std::string>& extra) {
   for (const std::string& name : extra) {

@@ -15,12 +15,10 @@
 
 namespace gw::act {
 
-// The built-in names: every process of proc/known_processes.h (NVIDIA's
-// persistence, DCGM host engine, fabric manager and MPS daemons, X and
-// Wayland display servers and compositors, display managers, gpuwardend and
-// init; documented in docs/cleanup.md).
-const std::vector<std::string>& DefaultProtectedNames();
-
+// Every process of proc/known_processes.h (NVIDIA's persistence, DCGM host
+// engine, fabric manager and MPS daemons, X and Wayland display servers and
+// compositors, display managers, gpuwardend and init; documented in
+// docs/cleanup.md), plus the administrator's names.
 class ProtectedList {
  public:
   // The defaults plus `extra` (from the config file and --protect).
@@ -28,7 +26,6 @@ class ProtectedList {
 
   // The protected name this process is (proc::ProtectedName), if any.
   std::optional<std::string> Match(const HostProcess& process) const;
-  const std::vector<std::string>& extra() const { return extra_; }
 
  private:
   std::vector<std::string> extra_;

@@ -58,9 +58,7 @@ void AskTrends(const std::string& socket, const Snapshot& latest, Judged& judged
 }  // namespace
 
 Result<diagnose::PlacementHealth> LoadPlacementHealth() {
-  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
-  auto config =
-      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  auto config = config::LoadDefaultConfig();
   if (!config.ok()) return MakeError("bad_input", config.error().message);
   diagnose::PlacementHealth placement;
   if (config->placement.use_remap_pending) {

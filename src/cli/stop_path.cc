@@ -65,9 +65,7 @@ void AddStopFlags(CLI::App& command, StopFlags& flags) {
 }
 
 Result<std::vector<std::string>> ConfiguredProtectNames() {
-  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
-  auto config =
-      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  auto config = config::LoadDefaultConfig();
   if (!config.ok()) return MakeError("bad_input", config.error().message);
   return config->clean.protect;
 }
@@ -75,9 +73,7 @@ Result<std::vector<std::string>> ConfiguredProtectNames() {
 Result<StopSettings> ResolveStopSettings(const StopFlags& flags) {
   auto first_signal = act::ParseStopSignal(flags.signal);
   if (!first_signal.ok()) return MakeError("usage", first_signal.error().message);
-  const char* env_config = std::getenv("GPUWARDEN_CONFIG");
-  auto config =
-      config::LoadConfig(config::DefaultConfigPath(), env_config != nullptr && *env_config != '\0');
+  auto config = config::LoadDefaultConfig();
   if (!config.ok()) return MakeError("bad_input", config.error().message);
   StopSettings settings;
   settings.first_signal = *first_signal;

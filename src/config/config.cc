@@ -288,4 +288,9 @@ Result<Config> LoadConfig(const std::string& path, bool explicit_path) {
   }
 }
 
+Result<Config> LoadDefaultConfig() {
+  const char* env = std::getenv("GPUWARDEN_CONFIG");
+  return LoadConfig(DefaultConfigPath(), env != nullptr && *env != '\0');
+}
+
 }  // namespace gw::config

@@ -79,6 +79,11 @@ std::string DefaultConfigPath();
 // Never throws.
 Result<Config> LoadConfig(const std::string& path, bool explicit_path);
 
+// LoadConfig of DefaultConfigPath(): explicit (a missing file is an error)
+// when $GPUWARDEN_CONFIG names it, optional otherwise. What every command
+// that reads the settings file calls.
+Result<Config> LoadDefaultConfig();
+
 }  // namespace gw::config
 
 #endif  // GPUWARDEN_CONFIG_CONFIG_H_
